@@ -1,0 +1,4 @@
+//! Sub-commands of the `cardgate` binary. `main.rs` only parses arguments and calls these.
+
+pub mod scan;
+pub mod validate;

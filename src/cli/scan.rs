@@ -1,0 +1,11 @@
+//! `cardgate scan` (being written).
+
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn main(_args: Args) -> ExitCode {
+    eprintln!("cardgate scan: not available in this build yet");
+    ExitCode::from(2)
+}

@@ -1,0 +1,27 @@
+use std::process::ExitCode;
+
+use cardgate::cli;
+use clap::{Parser, Subcommand};
+
+/// cardgate: a gateway in front of A2A agents.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate an agent card (file, URL or `-` for standard input) and print a report.
+    Validate(cli::validate::Args),
+    /// Run the request scanner offline on a body, against a card's limits.
+    Scan(cli::scan::Args),
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Validate(args) => cli::validate::main(args),
+        Command::Scan(args) => cli::scan::main(args),
+    }
+}
