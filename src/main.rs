@@ -13,6 +13,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Start the gateway.
+    Run(cli::run::Args),
     /// Validate an agent card (file, URL or `-` for standard input) and print a report.
     Validate(cli::validate::Args),
     /// Run the request scanner offline on a body, against a card's limits.
@@ -21,6 +23,7 @@ enum Command {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
+        Command::Run(args) => cli::run::main(args),
         Command::Validate(args) => cli::validate::main(args),
         Command::Scan(args) => cli::scan::main(args),
     }

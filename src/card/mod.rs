@@ -2,6 +2,7 @@
 
 pub mod constraints;
 pub mod policy;
+pub mod rewrite;
 pub mod validate;
 pub mod version;
 

@@ -1,0 +1,193 @@
+//! The admin listener (loopback by default): health, readiness, metrics, agent status,
+//! on-demand card refresh and the card validation dry run.
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use http::Response;
+use pingora::apps::http_app::ServeHttp;
+use pingora::connectors::http::Connector;
+use pingora::protocols::http::ServerSession;
+use serde_json::{json, Value};
+
+use crate::metrics::metrics;
+use crate::registry::{refresh, AgentEntry, Registry, Snapshot};
+
+/// Largest body `POST /admin/validate` reads.
+const MAX_ADMIN_BODY: usize = 4 << 20;
+
+pub struct Admin {
+    pub registry: Arc<Registry>,
+}
+
+#[async_trait]
+impl ServeHttp for Admin {
+    async fn response(&self, session: &mut ServerSession) -> Response<Vec<u8>> {
+        let method = session.req_header().method.as_str().to_string();
+        let path = session.req_header().uri.path().to_string();
+        let snapshot = self.registry.load();
+        match (method.as_str(), path.as_str()) {
+            ("GET", "/healthz") => json_response(200, &json!({"status": "ok"})),
+            ("GET", "/readyz") => readiness(&snapshot),
+            ("GET", "/metrics") => {
+                update_card_gauges(&snapshot);
+                Response::builder()
+                    .status(200)
+                    .header("content-type", "text/plain; version=0.0.4")
+                    .body(metrics().render())
+                    .expect("valid response")
+            }
+            ("GET", "/admin/agents") => json_response(200, &agents_json(&snapshot)),
+            ("POST", "/admin/validate") => match read_body(session).await {
+                Ok(body) => validate(&body),
+                Err(resp) => resp,
+            },
+            ("POST", p) if p.starts_with("/admin/agents/") && p.ends_with("/refresh") => {
+                let id = &p["/admin/agents/".len()..p.len() - "/refresh".len()];
+                let connector = Connector::new(None);
+                if !refresh::refresh_one(&self.registry, &connector, id).await {
+                    return json_response(404, &json!({"error": format!("unknown agent {id:?}")}));
+                }
+                let snapshot = self.registry.load();
+                let entry = &snapshot.agents[id];
+                let status = if entry.health.last_error.is_none() {
+                    200
+                } else {
+                    502
+                };
+                json_response(status, &agent_json(entry))
+            }
+            _ => json_response(
+                404,
+                &json!({"error": format!("no admin route for {method} {path}"),
+                        "routes": ["GET /healthz", "GET /readyz", "GET /metrics", "GET /admin/agents",
+                                   "POST /admin/agents/{id}/refresh", "POST /admin/validate"]}),
+            ),
+        }
+    }
+}
+
+fn json_response(status: u16, body: &Value) -> Response<Vec<u8>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec_pretty(body).unwrap_or_default())
+        .expect("valid response")
+}
+
+async fn read_body(session: &mut ServerSession) -> Result<Vec<u8>, Response<Vec<u8>>> {
+    let mut body = Vec::new();
+    loop {
+        match session.read_request_body().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > MAX_ADMIN_BODY {
+                    session.set_keepalive(None);
+                    return Err(json_response(
+                        413,
+                        &json!({"error": format!("the body is larger than {MAX_ADMIN_BODY} bytes")}),
+                    ));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => {
+                return Err(json_response(
+                    400,
+                    &json!({"error": format!("cannot read the body: {e}")}),
+                ))
+            }
+        }
+    }
+}
+
+/// The dry run: 200 with warnings and a preview, or 422 with every error.
+fn validate(body: &[u8]) -> Response<Vec<u8>> {
+    let card: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            return json_response(
+                400,
+                &json!({"valid": false, "errors": [{"field": "$", "message": format!("not JSON: {e}")}]}),
+            )
+        }
+    };
+    let report = crate::card::validate::validate(&card);
+    let status = if report.valid { 200 } else { 422 };
+    json_response(status, &report.to_json())
+}
+
+fn readiness(snapshot: &Snapshot) -> Response<Vec<u8>> {
+    let mut not_ready = serde_json::Map::new();
+    for (id, entry) in &snapshot.agents {
+        if let Err(why) = entry.usable_card() {
+            not_ready.insert(id.clone(), Value::String(why.to_string()));
+        }
+    }
+    if not_ready.is_empty() {
+        json_response(
+            200,
+            &json!({"ready": true, "agents": snapshot.agents.len()}),
+        )
+    } else {
+        json_response(503, &json!({"ready": false, "not_ready": not_ready}))
+    }
+}
+
+fn unix(t: Option<SystemTime>) -> Value {
+    t.and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| json!(d.as_secs()))
+        .unwrap_or(Value::Null)
+}
+
+fn agent_json(entry: &AgentEntry) -> Value {
+    let card = entry.card.as_ref();
+    json!({
+        "id": entry.config.id,
+        "upstream": entry.upstream.base_url(),
+        "ready": entry.usable_card().is_ok(),
+        "card": card.map(|c| json!({
+            "url": c.source_url,
+            "spec_version": c.spec_version,
+            "fetched_at": unix(Some(c.fetched_at)),
+            "age_seconds": c.age().as_secs(),
+            "ttl_seconds": entry.config.card_ttl.as_secs(),
+            "stale": c.age() > entry.config.card_ttl,
+            "warnings": c.warnings,
+            "routes": c.routes.routes().iter().map(|r| json!({
+                "prefix": format!("/agents/{}{}", entry.config.id, r.prefix),
+                "upstream": format!("{}://{}{}", if r.origin.tls { "https" } else { "http" }, r.origin.authority(), r.base_path),
+            })).collect::<Vec<_>>(),
+        })),
+        "last_attempt": unix(entry.health.last_attempt),
+        "last_success": unix(entry.health.last_success),
+        "last_error": entry.health.last_error,
+        "consecutive_failures": entry.health.consecutive_failures,
+    })
+}
+
+fn agents_json(snapshot: &Snapshot) -> Value {
+    let mut agents: Vec<_> = snapshot.agents.values().collect();
+    agents.sort_by(|a, b| a.config.id.cmp(&b.config.id));
+    json!({"agents": agents.iter().map(|e| agent_json(e)).collect::<Vec<_>>()})
+}
+
+/// Card age and TTL gauges are computed when scraped, for the agents configured now.
+fn update_card_gauges(snapshot: &Snapshot) {
+    let m = metrics();
+    m.card_age.reset();
+    m.card_ttl_remaining.reset();
+    m.card_ready.reset();
+    for (id, entry) in &snapshot.agents {
+        m.card_ready
+            .with_label_values(&[id])
+            .set(entry.usable_card().is_ok() as i64);
+        if let Some(card) = &entry.card {
+            let age = card.age().as_secs_f64();
+            m.card_age.with_label_values(&[id]).set(age);
+            m.card_ttl_remaining
+                .with_label_values(&[id])
+                .set(entry.config.card_ttl.as_secs_f64() - age);
+        }
+    }
+}

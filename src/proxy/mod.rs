@@ -1,0 +1,439 @@
+//! The pingora glue. The `ProxyHttp` impl is thin: `request_filter` hands every request to
+//! [`handle`], which answers it (from the card cache, with an error, or by forwarding it to
+//! the agent) and returns `Ok(true)`; `logging` writes the access log and the metrics.
+
+pub mod body;
+pub mod card;
+pub mod forward;
+pub mod reply;
+pub mod route;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use pingora::connectors::http::Connector;
+use pingora::proxy::{ProxyHttp, Session};
+use pingora::upstreams::peer::HttpPeer;
+use pingora::{Error, ErrorType, Result};
+use tracing::{info, warn};
+
+use crate::metrics::{metrics, status_class};
+use crate::registry::Registry;
+use body::{BodyError, InflightBudget};
+use forward::{CardResponse, ExchangeError, Outbound};
+use reply::HttpError;
+
+/// The gateway's proxy service.
+pub struct Gateway {
+    pub registry: Arc<Registry>,
+    pub connector: Connector,
+    pub budget: Arc<InflightBudget>,
+}
+
+impl Gateway {
+    pub fn new(registry: Arc<Registry>) -> Self {
+        let limit = registry.load().config.limits.inflight_body_bytes;
+        Self {
+            registry,
+            connector: Connector::new(None),
+            budget: InflightBudget::new(limit),
+        }
+    }
+}
+
+/// Per-request state, for the access log and metrics.
+pub struct RequestCtx {
+    start: Instant,
+    agent: Option<String>,
+    method: &'static str,
+    status: u16,
+    outcome: &'static str,
+    reason: Option<&'static str>,
+    bytes_in: u64,
+    bytes_out: u64,
+    upstream_time: Option<Duration>,
+    upstream: Option<String>,
+    error: Option<String>,
+    _inflight: Option<InflightRequest>,
+    _total: InflightTotal,
+}
+
+/// Counts a request in `cardgate_inflight_requests` for as long as it lives.
+struct InflightRequest(prometheus::IntGauge);
+
+impl InflightRequest {
+    fn new(agent: &str) -> Self {
+        let gauge = metrics().inflight_requests.with_label_values(&[agent]);
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for InflightRequest {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Requests in flight across all agents (for graceful shutdown).
+pub static INFLIGHT: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+struct InflightTotal;
+
+impl InflightTotal {
+    fn new() -> Self {
+        INFLIGHT.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Self
+    }
+}
+
+impl Drop for InflightTotal {
+    fn drop(&mut self) {
+        INFLIGHT.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+impl RequestCtx {
+    fn finish(&mut self, status: u16, outcome: &'static str) {
+        self.status = status;
+        self.outcome = outcome;
+    }
+}
+
+#[async_trait]
+impl ProxyHttp for Gateway {
+    type CTX = RequestCtx;
+
+    fn new_ctx(&self) -> Self::CTX {
+        RequestCtx {
+            start: Instant::now(),
+            agent: None,
+            method: "other",
+            status: 0,
+            outcome: "error",
+            reason: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            upstream_time: None,
+            upstream: None,
+            error: None,
+            _inflight: None,
+            _total: InflightTotal::new(),
+        }
+    }
+
+    async fn upstream_peer(
+        &self,
+        _session: &mut Session,
+        _ctx: &mut Self::CTX,
+    ) -> Result<Box<HttpPeer>> {
+        // Every request is answered in request_filter; pingora's own proxy path is unused.
+        Error::e_explain(
+            ErrorType::InternalError,
+            "cardgate forwards requests itself",
+        )
+    }
+
+    async fn request_filter(&self, session: &mut Session, ctx: &mut Self::CTX) -> Result<bool> {
+        handle(self, session, ctx).await?;
+        Ok(true)
+    }
+
+    async fn logging(&self, session: &mut Session, e: Option<&Error>, ctx: &mut Self::CTX) {
+        if let Some(e) = e {
+            ctx.error.get_or_insert_with(|| e.to_string());
+        }
+        let agent = ctx.agent.as_deref().unwrap_or("-");
+        let status = if ctx.status == 0 {
+            session
+                .response_written()
+                .map(|h| h.status.as_u16())
+                .unwrap_or(0)
+        } else {
+            ctx.status
+        };
+        let elapsed = ctx.start.elapsed();
+        if let Some(id) = &ctx.agent {
+            let m = metrics();
+            m.requests
+                .with_label_values(&[id, ctx.method, status_class(status), ctx.outcome])
+                .inc();
+            m.request_duration
+                .with_label_values(&[id])
+                .observe(elapsed.as_secs_f64());
+            if let Some(t) = ctx.upstream_time {
+                m.upstream_duration
+                    .with_label_values(&[id])
+                    .observe(t.as_secs_f64());
+            }
+            if ctx.bytes_in > 0 {
+                m.request_body_bytes
+                    .with_label_values(&[id])
+                    .observe(ctx.bytes_in as f64);
+            }
+        }
+        info!(
+            target: "access",
+            agent,
+            method = ctx.method,
+            http_method = %session.req_header().method,
+            status,
+            outcome = ctx.outcome,
+            reason = ctx.reason.unwrap_or("-"),
+            bytes_in = ctx.bytes_in,
+            bytes_out = ctx.bytes_out,
+            duration_ms = elapsed.as_secs_f64() * 1000.0,
+            upstream_ms = ctx.upstream_time.map(|t| t.as_secs_f64() * 1000.0),
+            upstream = ctx.upstream.as_deref().unwrap_or("-"),
+            error = ctx.error.as_deref().unwrap_or("-"),
+            "request"
+        );
+    }
+}
+
+/// Answer one request. Errors returned are downstream I/O failures only.
+pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -> Result<()> {
+    let snapshot = gw.registry.load();
+    let path = session.req_header().uri.path().to_string();
+    let Some(target) = route::agent_path(&path) else {
+        let e = HttpError::new(
+            404,
+            format!("no route for {path:?}: agents are served under /agents/{{id}}/"),
+        );
+        ctx.finish(404, "not_found");
+        return answer_unread(session, &e).await;
+    };
+    let Some(entry) = snapshot.agents.get(target.agent).cloned() else {
+        let e = HttpError::new(404, format!("unknown agent {:?}", target.agent));
+        ctx.finish(404, "not_found");
+        return answer_unread(session, &e).await;
+    };
+    let agent = &entry.config;
+    ctx.agent = Some(agent.id.clone());
+    ctx._inflight = Some(InflightRequest::new(&agent.id));
+
+    if route::is_card_path(target.rest) {
+        ctx.method = "GetCard";
+        let status = card::serve(session, &snapshot, &entry).await?;
+        ctx.finish(
+            status,
+            if status < 400 {
+                "served_locally"
+            } else {
+                "unavailable"
+            },
+        );
+        return Ok(());
+    }
+
+    let card = match entry.usable_card() {
+        Ok(card) => card.clone(),
+        Err(why) => {
+            let e = HttpError::new(503, format!("agent {:?} is not available: {why}", agent.id))
+                .retry_after(agent.retry_interval.as_secs().max(1));
+            ctx.finish(503, "unavailable");
+            return answer_unread(session, &e).await;
+        }
+    };
+    let query = session
+        .req_header()
+        .uri
+        .query()
+        .map(|q| format!("?{q}"))
+        .unwrap_or_default();
+    let Some((route_ref, upstream_path)) = card.routes.resolve(&format!("{}{query}", target.rest))
+    else {
+        let e = HttpError::new(
+            404,
+            format!("no such route on agent {:?}: {path:?}", agent.id),
+        );
+        ctx.finish(404, "not_found");
+        return answer_unread(session, &e).await;
+    };
+    let route_index = card
+        .routes
+        .routes()
+        .iter()
+        .position(|r| r == route_ref)
+        .unwrap_or(0);
+    let http_method = session.req_header().method.as_str().to_string();
+    ctx.method = route::method_label(None, &http_method, &upstream_path);
+
+    // The body: refused on its declared length, or read whole (strict).
+    let max_body = agent.max_body_bytes;
+    if let Some(declared) = content_length(session) {
+        if declared > max_body {
+            let e = HttpError::new(
+                413,
+                format!(
+                    "the request body is {declared} bytes; agent {:?} accepts at most {max_body}",
+                    agent.id
+                ),
+            );
+            ctx.finish(413, "rejected");
+            ctx.reason = Some("body_size");
+            metrics()
+                .rejections
+                .with_label_values(&[&agent.id, "body_size"])
+                .inc();
+            return reply::error(session, &e, true).await;
+        }
+    }
+    if expects_continue(session) {
+        session
+            .as_downstream_mut()
+            .write_continue_response()
+            .await?;
+    }
+    let body = match body::read_strict(
+        session,
+        max_body,
+        agent.body_read_timeout,
+        &gw.budget,
+        |_| Ok::<(), ()>(()),
+    )
+    .await
+    {
+        Ok(body) => body,
+        Err(e) => return body_failed(gw, session, ctx, e).await,
+    };
+    ctx.bytes_in = body.len;
+
+    let card_response =
+        route::is_rest_extended_card(&http_method, &upstream_path).then(|| CardResponse {
+            routes: &card.routes,
+            base: card::public_base(&snapshot, session),
+            in_rpc_result: false,
+        });
+    let out = Outbound {
+        agent,
+        route: route_ref,
+        addr: card.route_addrs.get(route_index).copied().flatten(),
+        path: upstream_path,
+        body: body.chunks,
+        card_response,
+        client_addr: session
+            .client_addr()
+            .and_then(|a| a.as_inet())
+            .map(|a| a.ip().to_string()),
+        max_card_bytes: snapshot.config.limits.max_card_bytes,
+    };
+    ctx.upstream = Some(route_ref.origin.authority());
+    let result = forward::exchange(&gw.connector, session, out).await;
+    drop(body.reservation);
+    match result {
+        Ok(done) => {
+            ctx.upstream_time = Some(done.upstream_time);
+            ctx.bytes_out = done.bytes_out;
+            ctx.finish(done.status, "forwarded");
+            Ok(())
+        }
+        Err(ExchangeError::BeforeResponse(e)) => {
+            metrics()
+                .upstream_errors
+                .with_label_values(&[&agent.id, e.kind.label()])
+                .inc();
+            warn!(agent = %agent.id, "agent request failed: {e}");
+            let status = e.kind.http_status();
+            let message = format!(
+                "agent {:?} {}: {e}",
+                agent.id,
+                if status == 504 {
+                    "timed out"
+                } else {
+                    "is unreachable"
+                }
+            );
+            ctx.finish(status, "upstream_error");
+            ctx.error = Some(e.message);
+            reply::error(session, &HttpError::new(status, message), false).await
+        }
+        Err(ExchangeError::DuringResponse(e, done)) => {
+            metrics()
+                .upstream_errors
+                .with_label_values(&[&agent.id, e.kind.label()])
+                .inc();
+            warn!(agent = %agent.id, "agent response cut off: {e}");
+            ctx.upstream_time = Some(done.upstream_time);
+            ctx.bytes_out = done.bytes_out;
+            ctx.finish(done.status, "upstream_error");
+            ctx.error = Some(e.message.clone());
+            Error::e_explain(ErrorType::ReadError, e.message)
+        }
+        Err(ExchangeError::Downstream(e)) => {
+            ctx.finish(0, "client_abort");
+            Err(e)
+        }
+    }
+}
+
+async fn body_failed<R>(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    e: BodyError<R>,
+) -> Result<()> {
+    let agent = ctx.agent.clone().unwrap_or_default();
+    let (error, reason) = match e {
+        BodyError::TooLarge { limit, read } => (
+            HttpError::new(413, format!("the request body is at least {read} bytes; agent {agent:?} accepts at most {limit}")),
+            "body_size",
+        ),
+        BodyError::Timeout { limit, read } => (
+            HttpError::new(
+                408,
+                format!(
+                    "the request body did not arrive within {} ({read} bytes received)",
+                    humantime::format_duration(limit)
+                ),
+            ),
+            "body_timeout",
+        ),
+        BodyError::Budget => (
+            HttpError::new(503, "the gateway is holding too many request bodies in memory; retry shortly").retry_after(1),
+            "memory_budget",
+        ),
+        BodyError::Rejected(_) => (HttpError::new(400, "the request body was rejected"), "policy"),
+        BodyError::Client(e) => {
+            ctx.finish(0, "client_abort");
+            ctx.error = Some(e.to_string());
+            return Ok(());
+        }
+    };
+    metrics()
+        .rejections
+        .with_label_values(&[&agent, reason])
+        .inc();
+    ctx.finish(error.status, "rejected");
+    ctx.reason = Some(reason);
+    reply::error(session, &error, true).await?;
+    let limits = &gw.registry.load().config.limits;
+    body::linger(session, limits.linger_time, limits.linger_bytes).await;
+    Ok(())
+}
+
+/// Answer before reading the body; the connection closes if a body was left unread
+/// (rather than draining an upload of unknown size).
+async fn answer_unread(session: &mut Session, e: &HttpError) -> Result<()> {
+    let close = !session.is_body_empty();
+    reply::error(session, e, close).await
+}
+
+fn content_length(session: &Session) -> Option<u64> {
+    session
+        .req_header()
+        .headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn expects_continue(session: &Session) -> bool {
+    session
+        .req_header()
+        .headers
+        .get("expect")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
+}
