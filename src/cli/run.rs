@@ -53,14 +53,16 @@ pub fn main(args: Args) -> ExitCode {
 
 /// Build the pingora server and run it until shutdown.
 pub fn run(config: Config, config_path: Option<PathBuf>) -> ExitCode {
-    let mut conf = ServerConf::default();
     // SIGTERM: stop accepting, wait up to shutdown_grace for requests in flight; the drain
     // watcher below exits as soon as none are left.
-    conf.grace_period_seconds = Some(config.shutdown_grace.as_secs());
-    conf.graceful_shutdown_timeout_seconds = Some(1);
-    conf.threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2);
+    let conf = ServerConf {
+        grace_period_seconds: Some(config.shutdown_grace.as_secs()),
+        graceful_shutdown_timeout_seconds: Some(1),
+        threads: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2),
+        ..ServerConf::default()
+    };
     let listen = config.listen.to_string();
     let admin_listen = config.admin_listen.to_string();
     let grace = config.shutdown_grace;

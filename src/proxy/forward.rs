@@ -182,6 +182,9 @@ pub async fn exchange(
                     .map_err(ExchangeError::Downstream)?;
             }
             Ok(None) => break,
+            // Many SSE servers (uvicorn with sse-starlette among them) end a stream by closing
+            // the connection without the final chunk: for an event stream that is its end.
+            Err(e) if streaming && e.etype() == &pingora::ErrorType::ConnectionClosed => break,
             Err(e) => {
                 return Err(ExchangeError::DuringResponse(
                     UpstreamError::from_pingora(&e),
