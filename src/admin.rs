@@ -178,7 +178,21 @@ fn update_card_gauges(snapshot: &Snapshot) {
     m.card_age.reset();
     m.card_ttl_remaining.reset();
     m.card_ready.reset();
+    m.card_ttl.reset();
+    m.card_max_stale.reset();
+    m.card_last_fetch_ok.reset();
     for (id, entry) in &snapshot.agents {
+        m.card_ttl
+            .with_label_values(&[id])
+            .set(entry.config.card_ttl.as_secs_f64());
+        m.card_max_stale
+            .with_label_values(&[id])
+            .set(entry.config.max_stale.as_secs_f64());
+        if entry.health.last_attempt.is_some() {
+            m.card_last_fetch_ok
+                .with_label_values(&[id])
+                .set(entry.health.last_error.is_none() as i64);
+        }
         m.card_ready
             .with_label_values(&[id])
             .set(entry.usable_card().is_ok() as i64);
