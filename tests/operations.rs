@@ -75,7 +75,7 @@ fn json_logs_are_json_lines_with_an_access_line_per_request() {
         format!("listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin}\nagents:\n  - id: demo\n    upstream: builtin:demo\n"),
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cardgate"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_cardgate"))
         .args(["run", "--log-format", "json", "--config"])
         .arg(&config)
         .env_remove("RUST_LOG")
