@@ -653,7 +653,8 @@ impl<'a> Checker<'a> {
 
     fn card(&mut self, card: &'a Value) {
         let root = Path::ROOT;
-        let Some(card) = self.element(card, &root) else {
+        let Some(card) = card.as_object() else {
+            self.type_error(&root, "an object (the agent card)", card);
             return;
         };
         self.string(card, "name", &root, Required);

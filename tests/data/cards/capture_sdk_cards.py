@@ -1,3 +1,8 @@
+# Serves an a2a-sdk card so it can be captured as a fixture (notes/a2a-protocol.md §7 recipe).
+# Usage: /work/venv/bin/python capture_sdk_cards.py PORT plain|rich, then
+#   curl http://127.0.0.1:PORT/.well-known/agent-card.json > hybrid_sdk_echo.json (plain)
+#   or > hybrid_sdk_constraints.json (rich: input-constraints extension, apiKey + oauth2 schemes).
+# The fixtures were captured from a2a-sdk 1.3.0 and are kept byte for byte as served.
 import sys, uvicorn
 from starlette.applications import Starlette
 from a2a.server.agent_execution import AgentExecutor, RequestContext
