@@ -74,7 +74,7 @@ fn valid_card_with_warnings_still_exits_0() {
     let output = run(&[&card("deprecated_v10.json")]);
     assert_eq!(output.status.code(), Some(0));
     let text = stdout(&output);
-    assert!(text.contains("0 errors, 8 warnings"), "{text}");
+    assert!(text.contains("0 errors, 9 warnings"), "{text}");
     assert!(
         text.contains("\n  supportsAuthenticatedExtendedCard: removed in v1.0"),
         "{text}"

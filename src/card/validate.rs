@@ -100,9 +100,10 @@ pub fn validate(card: &Value) -> Report {
     let spec_version = version::detect(card);
     let mut checker = Checker::new(spec_version);
     checker.card(card);
-    // Extension params are checked by their own parsers, which append to `checker.errors`.
-    // The input-constraints parser (crate::card::constraints) is wired here:
-    // if let Some((params, path)) = &checker.input_constraints { ... }
+    // Extension params have their own parsers; their issues are appended here, e.g.
+    //     if let Some((params, path)) = &checker.input_constraints {
+    //         checker.errors.extend(InputConstraints::parse(params, path).1);
+    //     }
     checker.finish(card)
 }
 
@@ -239,8 +240,9 @@ fn printable(text: &str) -> String {
             out.push('…');
             break;
         }
-        if ch.is_control() {
-            out.extend(ch.escape_default());
+        // Bidi overrides and isolates can reorder what the reader sees (CVE-2021-42574).
+        if ch.is_control() || matches!(ch, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}') {
+            out.extend(ch.escape_unicode());
         } else {
             out.push(ch);
         }
@@ -412,6 +414,8 @@ fn is_major_minor(text: &str) -> bool {
     })
 }
 
+const SECURITY_REMOVED: &str = "removed in v1.0: use securityRequirements; v1.0 clients ignore it";
+
 const KNOWN_BINDINGS: [&str; 3] = ["JSONRPC", "GRPC", "HTTP+JSON"];
 const API_KEY_LOCATIONS: [&str; 3] = ["query", "header", "cookie"];
 const V0_3_SCHEME_TYPES: [&str; 5] = ["apiKey", "http", "oauth2", "openIdConnect", "mutualTLS"];
@@ -437,6 +441,14 @@ struct IssueList {
     omitted: usize,
 }
 
+impl Extend<FieldIssue> for IssueList {
+    fn extend<I: IntoIterator<Item = FieldIssue>>(&mut self, issues: I) {
+        for issue in issues {
+            self.push(issue);
+        }
+    }
+}
+
 impl IssueList {
     fn push(&mut self, issue: FieldIssue) {
         if self.listed.len() < MAX_LISTED_ISSUES {
@@ -458,6 +470,13 @@ impl IssueList {
         }
         self.listed
     }
+}
+
+/// Which spelling of OAuth flows: v0.3 OpenAPI or the v1.0 proto's JSON.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FlowShape {
+    OpenApi,
+    ProtoJson,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -679,11 +698,11 @@ impl<'a> Checker<'a> {
 
     fn endpoints(&mut self, card: &'a Map<String, Value>) {
         match self.version {
-            SpecVersion::V0_3 => self.v0_3_endpoint(card),
+            SpecVersion::V0_3 => self.v0_3_fields(card),
             SpecVersion::V1_0 => self.supported_interfaces(card),
             SpecVersion::Hybrid => {
                 self.supported_interfaces(card);
-                self.v0_3_endpoint(card);
+                self.v0_3_fields(card);
                 self.hybrid_url_is_an_interface(card);
             }
             SpecVersion::Unknown => self.error(
@@ -694,8 +713,9 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// v0.3: `url` (+ `preferredTransport`), `protocolVersion`, `additionalInterfaces`.
-    fn v0_3_endpoint(&mut self, card: &'a Map<String, Value>) {
+    /// v0.3 top-level fields: `url` (+ `preferredTransport`), `protocolVersion`,
+    /// `additionalInterfaces`, `supportsAuthenticatedExtendedCard`.
+    fn v0_3_fields(&mut self, card: &'a Map<String, Value>) {
         let root = Path::ROOT;
         let transport = self.transport(card, "preferredTransport", &root, Optional);
         if let Some(url) = self.string(card, "url", &root, Required) {
@@ -911,6 +931,11 @@ impl<'a> Checker<'a> {
             self.media_types(skill, "inputModes", &at, Optional);
             self.media_types(skill, "outputModes", &at, Optional);
             self.v0_3_security(skill, &at);
+            if self.version == SpecVersion::V1_0
+                && skill.get("security").is_some_and(|value| !value.is_null())
+            {
+                self.warn(&at.key("security"), SECURITY_REMOVED);
+            }
             self.v1_0_security_requirements(skill, &at);
             if let Some(id) = id.filter(|id| !id.is_empty()) {
                 if let Some((_, first)) = seen.iter().find(|(seen_id, _)| *seen_id == id) {
@@ -961,7 +986,7 @@ impl<'a> Checker<'a> {
                 "supportsAuthenticatedExtendedCard" => {
                     "removed in v1.0: use capabilities.extendedAgentCard; v1.0 clients ignore it"
                 }
-                "security" => "removed in v1.0: use securityRequirements; v1.0 clients ignore it",
+                "security" => SECURITY_REMOVED,
                 _ => "a v0.3 field, removed in v1.0; v1.0 clients ignore it",
             };
             self.warn(&Path::ROOT.key(key), message);
@@ -1143,8 +1168,7 @@ impl<'a> Checker<'a> {
             };
             declared += 1;
             let here = at.key(flow_name);
-            // v0.3 requires `scopes` in every flow (types.ts).
-            self.flow(flow_name, flow, &here, Required);
+            self.flow(flow_name, flow, &here, FlowShape::OpenApi);
         }
         if declared == 0 {
             self.error(
@@ -1170,8 +1194,7 @@ impl<'a> Checker<'a> {
                 continue;
             };
             declared.push(flow_name);
-            // ProtoJSON drops an empty map, so a missing `scopes` is an empty one.
-            self.flow(flow_name, flow, &at.key(flow_name), Optional);
+            self.flow(flow_name, flow, &at.key(flow_name), FlowShape::ProtoJson);
         }
         match declared.len() {
             0 => self.error(
@@ -1189,15 +1212,21 @@ impl<'a> Checker<'a> {
         }
     }
 
-    fn flow(&mut self, flow_name: &str, flow: &'a Map<String, Value>, at: &Path, scopes: Need) {
+    fn flow(&mut self, flow_name: &str, flow: &'a Map<String, Value>, at: &Path, shape: FlowShape) {
         let required_urls: &[&str] = match flow_name {
             "authorizationCode" => &["authorizationUrl", "tokenUrl"],
             "clientCredentials" => &["tokenUrl"],
             "deviceCode" => &["deviceAuthorizationUrl", "tokenUrl"],
             // v1.0 makes every field of the deprecated flows optional; v0.3 requires these.
-            "implicit" if scopes == Required => &["authorizationUrl"],
-            "password" if scopes == Required => &["tokenUrl"],
+            "implicit" if shape == FlowShape::OpenApi => &["authorizationUrl"],
+            "password" if shape == FlowShape::OpenApi => &["tokenUrl"],
             _ => &[],
+        };
+        // v0.3 requires `scopes` in every flow (types.ts). ProtoJSON drops an empty map, so in
+        // the v1.0 form a missing `scopes` is an empty one.
+        let scopes = match shape {
+            FlowShape::OpenApi => Required,
+            FlowShape::ProtoJson => Optional,
         };
         for key in required_urls {
             self.string(flow, key, at, Required);
@@ -1495,7 +1524,8 @@ mod tests {
 
     #[test]
     fn printable_escapes_control_characters() {
-        assert_eq!(printable("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\\n");
+        assert_eq!(printable("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\\u{a}");
+        assert_eq!(printable("x\u{202E}y"), "x\\u{202e}y");
         assert_eq!(printable(&"y".repeat(1000)).chars().count(), 301);
     }
 
