@@ -171,6 +171,7 @@ const CASES: &[Case] = &[
         errors: &[
             "additionalInterfaces[0].transport",
             "additionalInterfaces[1].url",
+            "additionalInterfaces[2].url",
             "capabilities",
             "preferredTransport",
             "protocolVersion",
@@ -350,6 +351,12 @@ fn messages_name_the_expectation_and_the_actual_value() {
     let interfaces = report("err_v10_interfaces.json");
     assert_eq!(
         message(&interfaces.errors, "supportedInterfaces[2].url"),
+        "must not be an empty string"
+    );
+
+    let endpoints = report("err_v03_endpoints.json");
+    assert_eq!(
+        message(&endpoints.errors, "additionalInterfaces[2].url"),
         "must not be an empty string"
     );
 

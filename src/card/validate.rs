@@ -482,9 +482,11 @@ enum FlowShape {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Need {
     Required,
+    /// Required, and empty is an error in every version (endpoint URLs: nothing to route to).
+    NonEmpty,
     Optional,
 }
-use Need::{Optional, Required};
+use Need::{NonEmpty, Optional, Required};
 
 struct Checker<'a> {
     version: SpecVersion,
@@ -556,7 +558,7 @@ impl<'a> Checker<'a> {
         match object.get(key) {
             Some(value) if !value.is_null() => Some(value),
             found => {
-                if need == Required {
+                if need != Optional {
                     let message = if found.is_some() {
                         "required field is null"
                     } else {
@@ -579,8 +581,12 @@ impl<'a> Checker<'a> {
         let value = self.field(object, key, at, need)?;
         match value.as_str() {
             Some(text) => {
-                if text.is_empty() && need == Required {
-                    self.required_but_empty(&at.key(key), "an empty string");
+                if text.is_empty() {
+                    match need {
+                        Required => self.required_but_empty(&at.key(key), "an empty string"),
+                        NonEmpty => self.error(&at.key(key), "must not be an empty string"),
+                        Optional => {}
+                    }
                 }
                 Some(text)
             }
@@ -625,7 +631,7 @@ impl<'a> Checker<'a> {
         let value = self.field(object, key, at, need)?;
         match value.as_array() {
             Some(items) => {
-                if items.is_empty() && need == Required {
+                if items.is_empty() && need != Optional {
                     self.required_but_empty(&at.key(key), "an empty array");
                 }
                 Some(items)
@@ -718,7 +724,7 @@ impl<'a> Checker<'a> {
     fn v0_3_fields(&mut self, card: &'a Map<String, Value>) {
         let root = Path::ROOT;
         let transport = self.transport(card, "preferredTransport", &root, Optional);
-        if let Some(url) = self.string(card, "url", &root, Required) {
+        if let Some(url) = self.string(card, "url", &root, NonEmpty) {
             self.endpoint_url(&root.key("url"), url, transport);
         }
         if card.get("protocolVersion").is_none_or(Value::is_null) {
@@ -737,7 +743,7 @@ impl<'a> Checker<'a> {
                     continue;
                 };
                 let transport = self.transport(interface, "transport", &at, Required);
-                if let Some(url) = self.string(interface, "url", &at, Required) {
+                if let Some(url) = self.string(interface, "url", &at, NonEmpty) {
                     self.endpoint_url(&at.key("url"), url, transport);
                 }
             }
@@ -758,7 +764,7 @@ impl<'a> Checker<'a> {
                 continue;
             };
             let binding = self.transport(interface, "protocolBinding", &at, Required);
-            if let Some(url) = self.string(interface, "url", &at, Required) {
+            if let Some(url) = self.string(interface, "url", &at, NonEmpty) {
                 self.endpoint_url(&at.key("url"), url, binding);
             }
             if let Some(version) = self.string(interface, "protocolVersion", &at, Required) {
