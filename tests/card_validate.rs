@@ -45,6 +45,13 @@ const CASES: &[Case] = &[
         errors: &[],
         warnings: &[],
     },
+    // a2a-sdk 1.3.0's v0.3 compat layer (to_compat_agent_card).
+    Case {
+        file: "v03_sdk_compat.json",
+        version: SpecVersion::V0_3,
+        errors: &[],
+        warnings: &[],
+    },
     Case {
         file: "v10_full.json",
         version: SpecVersion::V1_0,
