@@ -5,6 +5,8 @@
 //! cards may carry extensions of their own. Sources: notes/a2a-protocol.md §1, A2A@v0.3.0
 //! types.ts, A2A@v1.0.1 a2a.proto.
 
+use std::collections::{HashMap, HashSet};
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -458,6 +460,15 @@ impl IssueList {
         }
     }
 
+    /// Renders the path only if the issue will be listed.
+    fn add(&mut self, at: &Path, message: impl Into<String>) {
+        if self.listed.len() < MAX_LISTED_ISSUES {
+            self.listed.push(FieldIssue::new(at.render(), message));
+        } else {
+            self.omitted += 1;
+        }
+    }
+
     fn into_vec(mut self, kind: &str) -> Vec<FieldIssue> {
         if self.omitted > 0 {
             self.listed.push(FieldIssue::new(
@@ -493,7 +504,7 @@ struct Checker<'a> {
     errors: IssueList,
     warnings: IssueList,
     /// Names declared in `securitySchemes`, for checking the references to them.
-    scheme_names: Vec<&'a str>,
+    scheme_names: HashSet<&'a str>,
     /// The input-constraints extension's params and their path, for its own parser.
     input_constraints: Option<(&'a Value, String)>,
 }
@@ -504,7 +515,7 @@ impl<'a> Checker<'a> {
             version,
             errors: IssueList::default(),
             warnings: IssueList::default(),
-            scheme_names: Vec::new(),
+            scheme_names: HashSet::new(),
             input_constraints: None,
         }
     }
@@ -523,11 +534,11 @@ impl<'a> Checker<'a> {
     }
 
     fn error(&mut self, at: &Path, message: impl Into<String>) {
-        self.errors.push(FieldIssue::new(at.render(), message));
+        self.errors.add(at, message);
     }
 
     fn warn(&mut self, at: &Path, message: impl Into<String>) {
-        self.warnings.push(FieldIssue::new(at.render(), message));
+        self.warnings.add(at, message);
     }
 
     /// A required value that is present but empty. v1.0 (AIP-203) forbids it; v0.3's schema
@@ -866,7 +877,8 @@ impl<'a> Checker<'a> {
             return;
         };
         let list = at.key("extensions");
-        let mut seen: Vec<(&str, usize)> = Vec::new();
+        // Hash maps, not scans: a hostile card may list 100k entries.
+        let mut first_index: HashMap<&str, usize> = HashMap::new();
         for (index, item) in extensions.iter().enumerate() {
             let here = list.index(index);
             let Some(extension) = self.element(item, &here) else {
@@ -879,7 +891,7 @@ impl<'a> Checker<'a> {
             let Some(uri) = uri.filter(|uri| !uri.is_empty()) else {
                 continue;
             };
-            if let Some((_, first)) = seen.iter().find(|(seen_uri, _)| *seen_uri == uri) {
+            if let Some(first) = first_index.get(uri) {
                 self.warn(
                     &here.key("uri"),
                     format!(
@@ -889,7 +901,7 @@ impl<'a> Checker<'a> {
                 );
                 continue;
             }
-            seen.push((uri, index));
+            first_index.insert(uri, index);
             if uri == INPUT_CONSTRAINTS_URI {
                 match (params, extension.get("params")) {
                     (Some(_), Some(raw)) => {
@@ -923,7 +935,7 @@ impl<'a> Checker<'a> {
             return;
         };
         let list = root.key("skills");
-        let mut seen: Vec<(&str, usize)> = Vec::new();
+        let mut first_index: HashMap<&str, usize> = HashMap::new();
         for (index, item) in skills.iter().enumerate() {
             let at = list.index(index);
             let Some(skill) = self.element(item, &at) else {
@@ -944,13 +956,13 @@ impl<'a> Checker<'a> {
             }
             self.v1_0_security_requirements(skill, &at);
             if let Some(id) = id.filter(|id| !id.is_empty()) {
-                if let Some((_, first)) = seen.iter().find(|(seen_id, _)| *seen_id == id) {
+                if let Some(first) = first_index.get(id) {
                     self.warn(
                         &at.key("id"),
                         format!("duplicate of skills[{first}].id {}", quote(id)),
                     );
                 } else {
-                    seen.push((id, index));
+                    first_index.insert(id, index);
                 }
             }
         }
@@ -1006,7 +1018,7 @@ impl<'a> Checker<'a> {
         if let Some(schemes) = self.object(card, "securitySchemes", &root, Optional) {
             let at = root.key("securitySchemes");
             for (name, scheme) in schemes {
-                self.scheme_names.push(name);
+                self.scheme_names.insert(name);
                 let here = at.key(name);
                 if let Some(scheme) = self.element(scheme, &here) {
                     self.security_scheme(scheme, &here);
@@ -1328,7 +1340,7 @@ impl<'a> Checker<'a> {
     }
 
     fn scheme_reference(&mut self, name: &str, at: &Path) {
-        if !self.scheme_names.contains(&name) {
+        if !self.scheme_names.contains(name) {
             self.error(
                 &at.key(name),
                 format!(
@@ -1421,8 +1433,9 @@ fn preview_interfaces(card: &Value, version: SpecVersion) -> Vec<InterfacePrevie
             binding: text(interface.get("transport")).unwrap_or_default(),
             version: protocol_version.clone(),
         };
-        // v0.3 asks agents to repeat the main url here; list it once.
-        if !interfaces.contains(&entry) {
+        // v0.3 asks agents to repeat the main url here; list it once. (Only the main entry is
+        // compared: deduplicating the whole list would be quadratic in hostile input.)
+        if interfaces.first() != Some(&entry) {
             interfaces.push(entry);
         }
     }
