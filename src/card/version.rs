@@ -36,11 +36,6 @@ impl SpecVersion {
     pub fn has_v1_0_shape(self) -> bool {
         matches!(self, SpecVersion::V1_0 | SpecVersion::Hybrid)
     }
-
-    /// Whether the card must satisfy the v0.3 rules.
-    pub fn has_v0_3_shape(self) -> bool {
-        matches!(self, SpecVersion::V0_3 | SpecVersion::Hybrid)
-    }
 }
 
 impl std::fmt::Display for SpecVersion {
