@@ -57,7 +57,10 @@ impl Capabilities {
     pub fn from_card(card: &Value, routes: &RouteTable) -> Self {
         let mut caps = Capabilities::default();
         let mut add = |url: Option<&str>, binding_name: Option<&str>, version: Option<&str>| {
-            let Some(path) = url.and_then(parse_http_url).and_then(|u| routes.known_gateway_path(&u)) else {
+            let Some(path) = url
+                .and_then(parse_http_url)
+                .and_then(|u| routes.known_gateway_path(&u))
+            else {
                 return;
             };
             let version = version.map(major_minor);
@@ -72,17 +75,39 @@ impl Capabilities {
                 version,
             });
         };
-        for i in card.get("supportedInterfaces").and_then(Value::as_array).into_iter().flatten() {
-            add(str_at(i, "url"), str_at(i, "protocolBinding"), str_at(i, "protocolVersion"));
+        for i in card
+            .get("supportedInterfaces")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            add(
+                str_at(i, "url"),
+                str_at(i, "protocolBinding"),
+                str_at(i, "protocolVersion"),
+            );
         }
         // v0.3 shape: `url` + `preferredTransport`, `additionalInterfaces`, top-level `protocolVersion`.
         let v03_version = str_at(card, "protocolVersion").or(card.get("url").map(|_| "0.3"));
-        add(str_at(card, "url"), str_at(card, "preferredTransport"), v03_version);
-        for i in card.get("additionalInterfaces").and_then(Value::as_array).into_iter().flatten() {
+        add(
+            str_at(card, "url"),
+            str_at(card, "preferredTransport"),
+            v03_version,
+        );
+        for i in card
+            .get("additionalInterfaces")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             add(str_at(i, "url"), str_at(i, "transport"), v03_version);
         }
         let capabilities = card.get("capabilities");
-        let flag = |key: &str| capabilities.and_then(|c| c.get(key)).and_then(Value::as_bool);
+        let flag = |key: &str| {
+            capabilities
+                .and_then(|c| c.get(key))
+                .and_then(Value::as_bool)
+        };
         caps.streaming = flag("streaming");
         caps.push_notifications = flag("pushNotifications");
         for ext in capabilities
@@ -107,7 +132,9 @@ impl Capabilities {
             .iter()
             .filter(|i| {
                 let base = i.gateway_path.trim_end_matches('/');
-                rest == base || rest.starts_with(&format!("{base}/")) || (base.is_empty() && rest.is_empty())
+                rest == base
+                    || rest.starts_with(&format!("{base}/"))
+                    || (base.is_empty() && rest.is_empty())
             })
             .max_by_key(|i| i.gateway_path.trim_end_matches('/').len())
             .map(|i| i.binding)
