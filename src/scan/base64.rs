@@ -68,7 +68,8 @@ impl Base64Run {
         self.chars += s.len() as u64;
         if self.carry_len > 0 {
             let need = (4 - self.carry_len as usize).min(s.len());
-            self.carry[self.carry_len as usize..self.carry_len as usize + need].copy_from_slice(&s[..need]);
+            self.carry[self.carry_len as usize..self.carry_len as usize + need]
+                .copy_from_slice(&s[..need]);
             self.carry_len += need as u8;
             s = &s[need..];
             if self.carry_len < 4 {
@@ -101,7 +102,11 @@ impl Base64Run {
         let head = (4 - self.carry_len as usize) % 4;
         let head = head.min(s.len());
         let tail_start = head + (s.len() - head) / 4 * 4;
-        if !s[..head].iter().chain(&s[tail_start..]).all(|&b| is_alphabet(b)) {
+        if !s[..head]
+            .iter()
+            .chain(&s[tail_start..])
+            .all(|&b| is_alphabet(b))
+        {
             return false;
         }
         let saved = *self;
@@ -180,7 +185,11 @@ fn is_alphabet(b: u8) -> bool {
 }
 
 /// Decode a small validated piece (a prefix or a window) into `out`; `None` if it does not decode.
-pub(crate) fn decode_small<'o>(alphabet: Alphabet, src: &[u8], out: &'o mut [u8]) -> Option<&'o [u8]> {
+pub(crate) fn decode_small<'o>(
+    alphabet: Alphabet,
+    src: &[u8],
+    out: &'o mut [u8],
+) -> Option<&'o [u8]> {
     let padded = src.len() % 4 == 0;
     let engine = match (alphabet, padded) {
         (Alphabet::UrlSafe, true) => URL_SAFE,
@@ -254,8 +263,17 @@ mod tests {
     #[test]
     fn decodes_small_pieces() {
         let mut out = [0u8; 8];
-        assert_eq!(decode_small(Alphabet::Either, b"aGk", &mut out), Some(&b"hi"[..]));
-        assert_eq!(decode_small(Alphabet::Either, b"aGk=", &mut out), Some(&b"hi"[..]));
-        assert_eq!(decode_small(Alphabet::UrlSafe, b"_-8", &mut out), Some(&[0xff, 0xef][..]));
+        assert_eq!(
+            decode_small(Alphabet::Either, b"aGk", &mut out),
+            Some(&b"hi"[..])
+        );
+        assert_eq!(
+            decode_small(Alphabet::Either, b"aGk=", &mut out),
+            Some(&b"hi"[..])
+        );
+        assert_eq!(
+            decode_small(Alphabet::UrlSafe, b"_-8", &mut out),
+            Some(&[0xff, 0xef][..])
+        );
     }
 }

@@ -92,7 +92,10 @@ pub fn image_dimensions(format: Format, data: &[u8]) -> Option<(u64, u64)> {
 pub enum Dims {
     /// Still looking.
     Pending,
-    Found { width: u64, height: u64 },
+    Found {
+        width: u64,
+        height: u64,
+    },
     /// Not found: not an image, corrupt, truncated or past the probe budget.
     Unknown(UnknownWhy),
 }
@@ -155,7 +158,11 @@ impl Probe {
             sniffed: None,
             sniff_ready: false,
             dims: Dims::Pending,
-            walk: JpegWalk { offset: 2, depth: 0, segments: 0 },
+            walk: JpegWalk {
+                offset: 2,
+                depth: 0,
+                segments: 0,
+            },
             window: [0; WINDOW_CHARS],
             window_start: 0,
             window_len: 0,
@@ -174,7 +181,11 @@ impl Probe {
         self.sniffed = None;
         self.sniff_ready = false;
         self.dims = Dims::Pending;
-        self.walk = JpegWalk { offset: 2, depth: 0, segments: 0 };
+        self.walk = JpegWalk {
+            offset: 2,
+            depth: 0,
+            segments: 0,
+        };
         self.window_len = 0;
         self.window_decoded_len = 0;
         self.budget = budget;
@@ -231,9 +242,12 @@ impl Probe {
         match self.stage {
             Stage::Done => return,
             Stage::Prefix => {
-                self.decoded_len =
-                    decode_small(alphabet, &self.prefix[..self.prefix_len], &mut self.decoded[..])
-                        .map_or(0, |d| d.len());
+                self.decoded_len = decode_small(
+                    alphabet,
+                    &self.prefix[..self.prefix_len],
+                    &mut self.decoded[..],
+                )
+                .map_or(0, |d| d.len());
                 let head = &self.decoded[..self.decoded_len];
                 self.sniffed = sniff(head);
                 self.sniff_ready = true;
@@ -251,9 +265,12 @@ impl Probe {
                 }
             }
             Stage::Window => {
-                self.window_decoded_len =
-                    decode_small(alphabet, &self.window[..self.window_len], &mut self.window_decoded)
-                        .map_or(0, |d| d.len());
+                self.window_decoded_len = decode_small(
+                    alphabet,
+                    &self.window[..self.window_len],
+                    &mut self.window_decoded,
+                )
+                .map_or(0, |d| d.len());
             }
         }
         self.walk_jpeg(alphabet, ended_at);
@@ -304,7 +321,8 @@ impl Probe {
                 if start < known_end {
                     let n = (known_end - start).min(WINDOW_CHARS as u64) as usize;
                     if self.stage == Stage::Prefix {
-                        window[..n].copy_from_slice(&self.prefix[start as usize..start as usize + n]);
+                        window[..n]
+                            .copy_from_slice(&self.prefix[start as usize..start as usize + n]);
                     } else {
                         let from = (start - self.window_start) as usize;
                         window[..n].copy_from_slice(&self.window[from..from + n]);
@@ -318,7 +336,8 @@ impl Probe {
                 self.stage = Stage::Window;
                 if len == WINDOW_CHARS {
                     self.window_decoded_len =
-                        decode_small(alphabet, &self.window, &mut self.window_decoded).map_or(0, |d| d.len());
+                        decode_small(alphabet, &self.window, &mut self.window_decoded)
+                            .map_or(0, |d| d.len());
                     continue;
                 }
                 return;
@@ -350,7 +369,11 @@ impl Probe {
                 return self.give_up(UnknownWhy::Unreadable);
             }
             let len = u16::from_be_bytes([b[2], b[3]]) as u64;
-            self.walk = JpegWalk { offset: o + 2 + len, depth, segments: w.segments + 1 };
+            self.walk = JpegWalk {
+                offset: o + 2 + len,
+                depth,
+                segments: w.segments + 1,
+            };
         }
     }
 

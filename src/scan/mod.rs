@@ -121,12 +121,16 @@ mod tests {
 
     #[test]
     fn scan_options_deserialize_with_defaults_and_reject_unknown_fields() {
-        let o: ScanOptions = serde_json::from_str(r#"{"sniff":"warn","dimension_probe_bytes":1024}"#).unwrap();
+        let o: ScanOptions =
+            serde_json::from_str(r#"{"sniff":"warn","dimension_probe_bytes":1024}"#).unwrap();
         assert_eq!(o.sniff, SniffMode::Warn);
         assert_eq!(o.dimension_probe_bytes, 1024);
         assert_eq!(o.unknown_dimensions, UnknownDimensions::Reject);
         let err = serde_json::from_str::<ScanOptions>(r#"{"snif":"warn"}"#).unwrap_err();
         assert!(err.to_string().contains("snif"), "{err}");
-        assert_eq!(serde_json::from_str::<ScanOptions>("{}").unwrap(), ScanOptions::default());
+        assert_eq!(
+            serde_json::from_str::<ScanOptions>("{}").unwrap(),
+            ScanOptions::default()
+        );
     }
 }

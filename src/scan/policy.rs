@@ -63,13 +63,20 @@ impl Policy {
                 .fold(global, u64::max)
         });
         let accepted = accepted_modes.and_then(|modes| {
-            let v: Vec<String> = modes.iter().filter_map(|m| normalize_media_type(m)).collect();
+            let v: Vec<String> = modes
+                .iter()
+                .filter_map(|m| normalize_media_type(m))
+                .collect();
             // An empty union restricts nothing (a2a-sdk does the same).
             (!v.is_empty()).then_some(v)
         });
         let (max_tokens, tokenizer) = match constraints.text.max_tokens {
             Some(limit) => {
-                let name = constraints.text.tokenizer.as_deref().unwrap_or("cl100k_base");
+                let name = constraints
+                    .text
+                    .tokenizer
+                    .as_deref()
+                    .unwrap_or("cl100k_base");
                 match Tokenizer::by_name(name) {
                     Some(t) => (Some(limit), Some(t)),
                     None => {
@@ -171,7 +178,11 @@ pub fn normalize_media_type(raw: &str) -> Option<String> {
     if t.is_empty() || st.is_empty() {
         return None;
     }
-    Some(format!("{}/{}", t.to_ascii_lowercase(), st.to_ascii_lowercase()))
+    Some(format!(
+        "{}/{}",
+        t.to_ascii_lowercase(),
+        st.to_ascii_lowercase()
+    ))
 }
 
 /// Does the (normalized) range `image/*`, `*/*` or `image/png` cover the (normalized) type?
@@ -180,9 +191,7 @@ pub fn media_range_matches(range: &str, media_type: &str) -> bool {
         return true;
     }
     match range.strip_suffix("/*") {
-        Some(top) => media_type
-            .split_once('/')
-            .is_some_and(|(t, _)| t == top),
+        Some(top) => media_type.split_once('/').is_some_and(|(t, _)| t == top),
         None => false,
     }
 }
@@ -201,7 +210,10 @@ mod tests {
 
     #[test]
     fn media_types_normalize_and_match_wildcards() {
-        assert_eq!(normalize_media_type(" Image/PNG ; q=1").as_deref(), Some("image/png"));
+        assert_eq!(
+            normalize_media_type(" Image/PNG ; q=1").as_deref(),
+            Some("image/png")
+        );
         assert_eq!(normalize_media_type("*").as_deref(), Some("*/*"));
         assert_eq!(normalize_media_type("png"), None);
         assert_eq!(normalize_media_type(""), None);
@@ -232,7 +244,10 @@ mod tests {
                 "image/png": {"maxDimensions": {"width": 1, "height": 1}}}}}),
             None,
         );
-        assert!(matches!(p.size_limit_for("image/png"), Some((100, SizeSource::Global))));
+        assert!(matches!(
+            p.size_limit_for("image/png"),
+            Some((100, SizeSource::Global))
+        ));
         assert_eq!(p.early_file_cap, Some(100));
     }
 
@@ -256,7 +271,10 @@ mod tests {
         );
         assert_eq!(p.max_tokens, None);
         assert_eq!(p.max_chars, Some(9));
-        let known = policy(json!({"text": {"maxTokens": 5, "tokenizer": "o200k_base"}}), None);
+        let known = policy(
+            json!({"text": {"maxTokens": 5, "tokenizer": "o200k_base"}}),
+            None,
+        );
         assert_eq!(known.max_tokens, Some(5));
     }
 }

@@ -411,12 +411,16 @@ impl Scanner {
     fn finish_inner(&mut self) -> Res {
         match self.state {
             Lex::Done => Ok(()),
-            Lex::Num(n) if self.depth == 0 && matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) => {
+            Lex::Num(n)
+                if self.depth == 0 && matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) =>
+            {
                 self.end_number()?;
                 Ok(())
             }
             Lex::Value if self.depth == 0 => Err(self.parse_error(self.base, "the body is empty")),
-            _ => Err(self.parse_error(self.base, "the body ends before the JSON value is complete")),
+            _ => {
+                Err(self.parse_error(self.base, "the body ends before the JSON value is complete"))
+            }
         }
     }
 
@@ -488,7 +492,10 @@ impl Scanner {
                 }
                 Lex::Lit => {
                     if b != self.lit[self.lit_pos as usize] {
-                        return Err(self.parse_error(self.at(i), "invalid literal (expected true, false or null)"));
+                        return Err(self.parse_error(
+                            self.at(i),
+                            "invalid literal (expected true, false or null)",
+                        ));
                     }
                     self.lit_pos += 1;
                     if self.lit_pos as usize == self.lit.len() {
@@ -515,7 +522,9 @@ impl Scanner {
                 }
                 Lex::Done => {
                     if !is_ws(b) {
-                        return Err(self.parse_error(self.at(i), "unexpected data after the JSON value"));
+                        return Err(
+                            self.parse_error(self.at(i), "unexpected data after the JSON value")
+                        );
                     }
                 }
                 Lex::Str => unreachable!("handled above"),
@@ -603,7 +612,10 @@ impl Scanner {
                 if self.depth + 1 > self.policy.options.max_depth.min(1000) {
                     return Err(self.parse_error(
                         self.at(i),
-                        &format!("nested deeper than {} levels", self.policy.options.max_depth),
+                        &format!(
+                            "nested deeper than {} levels",
+                            self.policy.options.max_depth
+                        ),
                     ));
                 }
                 let parent = self.ctx_at(self.depth);
@@ -674,7 +686,11 @@ impl Scanner {
     }
 
     fn value_done(&mut self) {
-        self.state = if self.depth == 0 { Lex::Done } else { Lex::After };
+        self.state = if self.depth == 0 {
+            Lex::Done
+        } else {
+            Lex::After
+        };
     }
 
     fn close(&mut self, b: u8, i: usize) -> Res {
@@ -730,10 +746,15 @@ impl Scanner {
             Role::Inline(field) => {
                 self.count_file(field, i)?;
                 self.summary.inline_files += 1;
-                self.part.content = Content::Inline { field, ended: false, size: 0 };
+                self.part.content = Content::Inline {
+                    field,
+                    ended: false,
+                    size: 0,
+                };
                 self.b64 = Base64Run::new();
                 let o = &self.policy.options;
-                self.probe.reset(o.dimension_probe_bytes, o.jpeg_max_segments);
+                self.probe
+                    .reset(o.dimension_probe_bytes, o.jpeg_max_segments);
                 StrRole::Inline
             }
             Role::Reference(field) => {
@@ -754,7 +775,11 @@ impl Scanner {
     }
 
     fn push_capture_bytes(&mut self, s: &[u8]) {
-        let cap = if self.capture_for == CaptureFor::Id { ID_CAP } else { CAPTURE_CAP };
+        let cap = if self.capture_for == CaptureFor::Id {
+            ID_CAP
+        } else {
+            CAPTURE_CAP
+        };
         let room = cap.saturating_sub(self.capture.len());
         if s.len() > room {
             self.capture_long = true;
@@ -865,13 +890,17 @@ impl Scanner {
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
     fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res {
         if s.iter().fold(false, |bad, &b| bad | (b < 0x20)) {
-            return Err(self.parse_error(self.at(i), "control character inside a string (must be escaped)"));
+            return Err(self.parse_error(
+                self.at(i),
+                "control character inside a string (must be escaped)",
+            ));
         }
         if self.utf8_len > 0 {
             let width = utf8_width(self.utf8[0]);
             let need = width - self.utf8_len as usize;
             let take = need.min(s.len());
-            self.utf8[self.utf8_len as usize..self.utf8_len as usize + take].copy_from_slice(&s[..take]);
+            self.utf8[self.utf8_len as usize..self.utf8_len as usize + take]
+                .copy_from_slice(&s[..take]);
             self.utf8_len += take as u8;
             s = &s[take..];
             if (self.utf8_len as usize) < width {
@@ -933,7 +962,9 @@ impl Scanner {
                         self.esc = Esc::LowBackslash { hi: acc };
                         Ok(())
                     }
-                    0xDC00..=0xDFFF => Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape")),
+                    0xDC00..=0xDFFF => {
+                        Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"))
+                    }
                     _ => {
                         self.esc = Esc::None;
                         let ch = char::from_u32(acc).unwrap_or('\u{FFFD}');
@@ -973,9 +1004,9 @@ impl Scanner {
     }
 
     fn hex(&self, b: u8, i: usize) -> Result<u32, Violation> {
-        (b as char)
-            .to_digit(16)
-            .ok_or_else(|| self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)"))
+        (b as char).to_digit(16).ok_or_else(|| {
+            self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)")
+        })
     }
 
     /// One character written as an escape.
@@ -1086,7 +1117,11 @@ impl Scanner {
         match self.capture_for {
             CaptureFor::Method => self.method = Some(value.clone()),
             CaptureFor::Id => {
-                self.id = if self.capture_long { None } else { Some(Value::String(value.clone())) };
+                self.id = if self.capture_long {
+                    None
+                } else {
+                    Some(Value::String(value.clone()))
+                };
             }
             CaptureFor::Filename => {
                 if self.part.filename.is_none() {
@@ -1184,7 +1219,11 @@ impl Scanner {
         };
         self.probe.finish(self.b64.alphabet(), size);
         if let Content::Inline { field, .. } = self.part.content {
-            self.part.content = Content::Inline { field, ended: true, size };
+            self.part.content = Content::Inline {
+                field,
+                ended: true,
+                size,
+            };
         }
         self.check_total(size, true)?;
         self.inline_done += size;
@@ -1193,7 +1232,9 @@ impl Scanner {
     }
 
     fn check_total(&self, current: u64, exact: bool) -> Res {
-        let Some(max) = self.policy.max_total else { return Ok(()) };
+        let Some(max) = self.policy.max_total else {
+            return Ok(());
+        };
         // Once the run has ended it is part of inline_done.
         let total = self.inline_done + current;
         if total > max {
@@ -1224,7 +1265,8 @@ impl Scanner {
     }
 
     fn has_specific_type(&self) -> bool {
-        self.declared().any(|(_, t)| t != "application/octet-stream")
+        self.declared()
+            .any(|(_, t)| t != "application/octet-stream")
     }
 
     /// Per-file size against the limits of the declared type(s); before any type is known only
@@ -1247,7 +1289,11 @@ impl Scanner {
             }
         }
         if !any_type {
-            let cap = if part_end { p.max_per_file } else { p.early_file_cap };
+            let cap = if part_end {
+                p.max_per_file
+            } else {
+                p.early_file_cap
+            };
             if let Some(cap) = cap {
                 if size > cap {
                     return Err(self.size_violation(size, exact, cap, None));
@@ -1264,12 +1310,21 @@ impl Scanner {
         }
     }
 
-    fn size_violation(&self, size: u64, exact: bool, limit: u64, typed: Option<(&str, SizeSource<'_>)>) -> Violation {
+    fn size_violation(
+        &self,
+        size: u64,
+        exact: bool,
+        limit: u64,
+        typed: Option<(&str, SizeSource<'_>)>,
+    ) -> Violation {
         let p = &self.policy;
         let (reason, constraint, per) = match typed {
             Some((t, SizeSource::Mime(rule))) => (
                 Reason::MimeSize,
-                format!("files.perMimeType[{}].maxSizeBytes", Value::String(rule.key.clone())),
+                format!(
+                    "files.perMimeType[{}].maxSizeBytes",
+                    Value::String(rule.key.clone())
+                ),
                 format!("per {t} file"),
             ),
             Some((_, SizeSource::Global)) => (
@@ -1279,11 +1334,18 @@ impl Scanner {
             ),
             None => {
                 // The early cap: the global limit, or a larger per-MIME one.
-                let rule = p.per_mime.iter().filter(|r| r.max_size == Some(limit)).find(|_| Some(limit) != p.max_per_file);
+                let rule = p
+                    .per_mime
+                    .iter()
+                    .filter(|r| r.max_size == Some(limit))
+                    .find(|_| Some(limit) != p.max_per_file);
                 match rule {
                     Some(rule) => (
                         Reason::FileSize,
-                        format!("files.perMimeType[{}].maxSizeBytes", Value::String(rule.key.clone())),
+                        format!(
+                            "files.perMimeType[{}].maxSizeBytes",
+                            Value::String(rule.key.clone())
+                        ),
                         "per file of any type".to_owned(),
                     ),
                     None => (
@@ -1324,14 +1386,22 @@ impl Scanner {
             if let Some(t) = self.part.types[slot].clone() {
                 self.part.mode_checked[slot] = true;
                 if !self.policy.accepts(&t) {
-                    let key = if slot == 0 { Key::MediaType } else { Key::MimeType };
+                    let key = if slot == 0 {
+                        Key::MediaType
+                    } else {
+                        Key::MimeType
+                    };
                     return Err(self.media_type_violation(&t, Some(key), false));
                 }
             }
         }
         match self.part.content {
             Content::Inline { ended, size, .. } => {
-                let (size, exact) = if ended { (size, true) } else { (self.b64.decoded_lower_bound(), false) };
+                let (size, exact) = if ended {
+                    (size, true)
+                } else {
+                    (self.b64.decoded_lower_bound(), false)
+                };
                 self.check_file_size(size, exact, part_end)?;
                 self.check_sniff()?;
                 self.check_dims(part_end)?;
@@ -1368,7 +1438,9 @@ impl Scanner {
                 break;
             }
         }
-        let Some((slot, declared)) = mismatch else { return Ok(()) };
+        let Some((slot, declared)) = mismatch else {
+            return Ok(());
+        };
         if self.policy.options.sniff == SniffMode::Warn {
             if !self.part.sniff_warned && self.summary.sniff_warnings.len() < MAX_SNIFF_WARNINGS {
                 self.summary.sniff_warnings.push(SniffWarning {
@@ -1380,7 +1452,14 @@ impl Scanner {
             self.part.sniff_warned = true;
             return Ok(());
         }
-        let mut d = self.part_data(Reason::SniffMismatch, Some(if slot == 0 { Key::MediaType } else { Key::MimeType }));
+        let mut d = self.part_data(
+            Reason::SniffMismatch,
+            Some(if slot == 0 {
+                Key::MediaType
+            } else {
+                Key::MimeType
+            }),
+        );
         d.media_type = Some(declared.clone());
         let what = match sniffed {
             Some(f) => format!("its content is {}", f.media_type()),
@@ -1408,16 +1487,24 @@ impl Scanner {
             types[2] = self.probe_sniffed().map(Format::media_type);
         }
         for t in types.into_iter().flatten() {
-            let Some(rule) = self.policy.rule_for(t) else { continue };
+            let Some(rule) = self.policy.rule_for(t) else {
+                continue;
+            };
             let Some(max) = rule.max_dims else { continue };
-            let constraint = format!("files.perMimeType[{}].maxDimensions", Value::String(rule.key.clone()));
+            let constraint = format!(
+                "files.perMimeType[{}].maxDimensions",
+                Value::String(rule.key.clone())
+            );
             match self.probe.dims {
                 Dims::Pending => {}
                 Dims::Found { width, height } => {
                     if width > max.width || height > max.height {
                         let mut d = self.part_data(Reason::Dimensions, self.inline_field());
                         d.constraint = Some(constraint);
-                        d.limit = Some(Amount::Dims { width: max.width, height: max.height });
+                        d.limit = Some(Amount::Dims {
+                            width: max.width,
+                            height: max.height,
+                        });
                         d.actual = Some(Amount::Dims { width, height });
                         let msg = format!(
                             "part {} {}is {}x{} pixels; this agent accepts at most {}x{} for {}",
@@ -1436,7 +1523,10 @@ impl Scanner {
                     if self.policy.options.unknown_dimensions == UnknownDimensions::Reject {
                         let mut d = self.part_data(Reason::DimensionsUnknown, self.inline_field());
                         d.constraint = Some(constraint);
-                        d.limit = Some(Amount::Dims { width: max.width, height: max.height });
+                        d.limit = Some(Amount::Dims {
+                            width: max.width,
+                            height: max.height,
+                        });
                         let msg = format!(
                             "the dimensions of part {} {}could not be read within its first {}; this agent limits {} to {}x{} pixels, so the file is refused",
                             self.part.index,
@@ -1458,7 +1548,12 @@ impl Scanner {
         let mut d = self.part_data(Reason::MediaType, key.or(self.inline_field()));
         d.constraint = Some("defaultInputModes".into());
         d.media_type = Some(t.to_owned());
-        let accepted = self.policy.accepted.as_deref().unwrap_or_default().join(", ");
+        let accepted = self
+            .policy
+            .accepted
+            .as_deref()
+            .unwrap_or_default()
+            .join(", ");
         let msg = if sniffed {
             format!(
                 "part {} {}is {} (by its content), which this agent does not accept (accepted: {})",
@@ -1489,7 +1584,8 @@ impl Scanner {
     fn text_append(&mut self, s: &[u8]) {
         self.text_bytes += s.len() as u64;
         if self.policy.max_tokens.is_some() && !self.text_overflow {
-            if self.text_buf.len() as u64 + s.len() as u64 > self.policy.options.token_buffer_bytes {
+            if self.text_buf.len() as u64 + s.len() as u64 > self.policy.options.token_buffer_bytes
+            {
                 self.text_overflow = true;
                 self.text_buf = Vec::new();
             } else {
@@ -1573,11 +1669,24 @@ impl Scanner {
     }
 
     fn part_path(&self) -> String {
-        format!("{}.{}[{}]", self.message_path(), self.part.array.as_str(), self.part.index)
+        format!(
+            "{}.{}[{}]",
+            self.message_path(),
+            self.part.array.as_str(),
+            self.part.index
+        )
     }
 
     fn field_path(&self, key: Key) -> String {
-        let in_file = matches!(key, Key::Bytes | Key::Uri | Key::FileWithBytes | Key::FileWithUri | Key::MimeType | Key::Name);
+        let in_file = matches!(
+            key,
+            Key::Bytes
+                | Key::Uri
+                | Key::FileWithBytes
+                | Key::FileWithUri
+                | Key::MimeType
+                | Key::Name
+        );
         if in_file {
             format!("{}.file.{}", self.part_path(), key.json_name())
         } else {
@@ -1637,15 +1746,33 @@ impl Scanner {
 
     fn duplicate_key(&self, key: Key, i: usize) -> Violation {
         let (mut d, where_) = match self.ctx_at(self.depth) {
-            Ctx::Part | Ctx::File => (self.part_data(Reason::DuplicateKey, Some(key)), format!("part {}", self.part.index)),
-            Ctx::Root => (ViolationData::new(Reason::DuplicateKey), "the request".to_owned()),
-            Ctx::Params => (ViolationData::new(Reason::DuplicateKey), "params".to_owned()),
-            _ => (ViolationData::new(Reason::DuplicateKey), "the message".to_owned()),
+            Ctx::Part | Ctx::File => (
+                self.part_data(Reason::DuplicateKey, Some(key)),
+                format!("part {}", self.part.index),
+            ),
+            Ctx::Root => (
+                ViolationData::new(Reason::DuplicateKey),
+                "the request".to_owned(),
+            ),
+            Ctx::Params => (
+                ViolationData::new(Reason::DuplicateKey),
+                "params".to_owned(),
+            ),
+            _ => (
+                ViolationData::new(Reason::DuplicateKey),
+                "the message".to_owned(),
+            ),
         };
         d.offset = Some(self.at(i));
         let alias = key
             .proto_alias()
-            .map(|a| format!(" (\"{}\" and \"{}\" are the same field)", key.json_name(), a))
+            .map(|a| {
+                format!(
+                    " (\"{}\" and \"{}\" are the same field)",
+                    key.json_name(),
+                    a
+                )
+            })
             .unwrap_or_default();
         let msg = format!(
             "{} has the key \"{}\" twice{}; the agent and the gateway could read different values",
@@ -1657,12 +1784,26 @@ impl Scanner {
     }
 
     fn ambiguous(&self, ctx: Ctx, seen: u32, key: Key) -> Violation {
-        let first = [Key::Text, Key::Raw, Key::Url, Key::Data, Key::File, Key::Bytes, Key::Uri, Key::FileWithBytes, Key::FileWithUri]
-            .into_iter()
-            .find(|k| seen & k.bit() != 0)
-            .map_or("another content field", Key::json_name);
+        let first = [
+            Key::Text,
+            Key::Raw,
+            Key::Url,
+            Key::Data,
+            Key::File,
+            Key::Bytes,
+            Key::Uri,
+            Key::FileWithBytes,
+            Key::FileWithUri,
+        ]
+        .into_iter()
+        .find(|k| seen & k.bit() != 0)
+        .map_or("another content field", Key::json_name);
         let d = self.part_data(Reason::AmbiguousPart, Some(key));
-        let what = if ctx == Ctx::File { "a file object" } else { "a part" };
+        let what = if ctx == Ctx::File {
+            "a file object"
+        } else {
+            "a part"
+        };
         let msg = format!(
             "part {} has both \"{}\" and \"{}\"; {} holds exactly one content field",
             self.part.index,

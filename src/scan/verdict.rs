@@ -113,7 +113,9 @@ pub enum Amount {
 impl Amount {
     fn metadata(&self) -> String {
         match self {
-            Amount::Bytes(n) | Amount::Count(n) | Amount::Chars(n) | Amount::Tokens(n) => n.to_string(),
+            Amount::Bytes(n) | Amount::Count(n) | Amount::Chars(n) | Amount::Tokens(n) => {
+                n.to_string()
+            }
             Amount::Dims { width, height } => format!("{width}x{height}"),
         }
     }
@@ -364,7 +366,10 @@ mod tests {
         assert_eq!(info["domain"], "a2a-protocol.org");
         let md = &info["metadata"];
         assert_eq!(md["violation"], "mime_size");
-        assert_eq!(md["constraint"], "files.perMimeType[\"image/png\"].maxSizeBytes");
+        assert_eq!(
+            md["constraint"],
+            "files.perMimeType[\"image/png\"].maxSizeBytes"
+        );
         assert_eq!(md["limit"], "10485760");
         assert_eq!(md["actual"], "12400000");
         assert_eq!(md["actualIsLowerBound"], "true");
@@ -400,10 +405,16 @@ mod tests {
     fn reasons_map_to_sdk_reasons_and_codes() {
         let media = Violation::new("x", ViolationData::new(Reason::MediaType));
         assert_eq!(media.code, -32005);
-        assert_eq!(media.rest_response(400)["error"]["details"][0]["reason"], "CONTENT_TYPE_NOT_SUPPORTED");
+        assert_eq!(
+            media.rest_response(400)["error"]["details"][0]["reason"],
+            "CONTENT_TYPE_NOT_SUPPORTED"
+        );
         let parse = Violation::new("x", ViolationData::new(Reason::ParseError));
         assert_eq!(parse.code, -32700);
-        assert_eq!(parse.rest_response(400)["error"]["details"][0]["reason"], "INVALID_REQUEST");
+        assert_eq!(
+            parse.rest_response(400)["error"]["details"][0]["reason"],
+            "INVALID_REQUEST"
+        );
         assert_eq!(Reason::InvalidRequest.code(), -32600);
         let labels: std::collections::HashSet<_> = Reason::ALL.iter().map(|r| r.as_str()).collect();
         assert_eq!(labels.len(), Reason::ALL.len());
@@ -412,11 +423,20 @@ mod tests {
     #[test]
     fn dims_render_as_text_and_object() {
         let mut d = ViolationData::new(Reason::Dimensions);
-        d.limit = Some(Amount::Dims { width: 4096, height: 4096 });
-        d.actual = Some(Amount::Dims { width: 5000, height: 300 });
+        d.limit = Some(Amount::Dims {
+            width: 4096,
+            height: 4096,
+        });
+        d.actual = Some(Amount::Dims {
+            width: 5000,
+            height: 300,
+        });
         let v = Violation::new("x", d);
         assert_eq!(v.metadata()["limit"], "4096x4096");
-        assert_eq!(v.typed_data()["actual"], json!({"width": 5000, "height": 300}));
+        assert_eq!(
+            v.typed_data()["actual"],
+            json!({"width": 5000, "height": 300})
+        );
         assert_eq!(v.metadata()["actualIsLowerBound"], "false");
     }
 
