@@ -62,7 +62,11 @@ pub fn sniff(head: &[u8]) -> Option<Format> {
         Some(Format::Gif)
     } else if head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
         Some(Format::Webp)
-    } else if head.starts_with(b"BM") {
+    } else if head.len() >= 18
+        && head.starts_with(b"BM")
+        // "BM" alone is too weak (text can start with it): also require a known DIB header size.
+        && matches!(u32::from_le_bytes([head[14], head[15], head[16], head[17]]), 12 | 40 | 52 | 56 | 64 | 108 | 124)
+    {
         Some(Format::Bmp)
     } else if head.starts_with(b"%PDF-") {
         Some(Format::Pdf)
@@ -393,7 +397,11 @@ mod tests {
         assert_eq!(sniff(b"\xff\xd8\xff\xe0"), Some(Format::Jpeg));
         assert_eq!(sniff(b"GIF89a.."), Some(Format::Gif));
         assert_eq!(sniff(b"RIFF\0\0\0\0WEBPVP8 "), Some(Format::Webp));
-        assert_eq!(sniff(b"BM...."), Some(Format::Bmp));
+        assert_eq!(
+            sniff(b"BM\0\0\0\0\0\0\0\0\0\0\0\0\x28\0\0\0"),
+            Some(Format::Bmp)
+        );
+        assert_eq!(sniff(b"BMW makes cars, and this is text"), None);
         assert_eq!(sniff(b"%PDF-1.7"), Some(Format::Pdf));
         assert_eq!(sniff(b"hello"), None);
         assert_eq!(sniff(b""), None);

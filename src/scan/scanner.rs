@@ -1208,8 +1208,23 @@ impl Scanner {
     /// Cheap checks while a base64 run grows: per-file size and total size.
     fn check_inline_progress(&mut self) -> Res {
         let size = self.b64.decoded_lower_bound();
-        self.check_file_size(size, false, false)?;
-        self.check_total(size, false)
+        self.check_sizes(size, false, false, true)
+    }
+
+    /// File size and total size together. When both are broken, the one whose limit the run
+    /// crossed first is reported, so the answer does not depend on how the body was chunked.
+    fn check_sizes(&self, size: u64, exact: bool, part_end: bool, with_total: bool) -> Res {
+        let file = self.file_size_violation(size, exact, part_end);
+        let total = if with_total {
+            self.total_violation(size, exact)
+        } else {
+            None
+        };
+        match (file, total) {
+            (Some((fl, fv)), Some((tl, tv))) => Err(if tl < fl { tv } else { fv }),
+            (Some((_, v)), None) | (None, Some((_, v))) => Err(v),
+            (None, None) => Ok(()),
+        }
     }
 
     fn end_inline(&mut self) -> Res {
@@ -1225,17 +1240,15 @@ impl Scanner {
                 size,
             };
         }
-        self.check_total(size, true)?;
+        self.check_sizes(size, true, false, true)?;
         self.inline_done += size;
         self.summary.inline_bytes += size;
         self.check_part(false)
     }
 
-    fn check_total(&self, current: u64, exact: bool) -> Res {
-        let Some(max) = self.policy.max_total else {
-            return Ok(());
-        };
-        // Once the run has ended it is part of inline_done.
+    /// With the allowance this file had (what the total limit left for it).
+    fn total_violation(&self, current: u64, exact: bool) -> Option<(u64, Violation)> {
+        let max = self.policy.max_total?;
         let total = self.inline_done + current;
         if total > max {
             let mut d = self.part_data(Reason::TotalSize, self.inline_field());
@@ -1250,9 +1263,9 @@ impl Scanner {
                 self.part.index,
                 human_bytes(max)
             );
-            return Err(Violation::new(msg, d));
+            return Some((max.saturating_sub(self.inline_done), Violation::new(msg, d)));
         }
-        Ok(())
+        None
     }
 
     /// The declared types that are specific (not empty, not application/octet-stream).
@@ -1271,7 +1284,12 @@ impl Scanner {
 
     /// Per-file size against the limits of the declared type(s); before any type is known only
     /// the largest candidate limit can be certain. `part_end`: the sniffed type counts now.
-    fn check_file_size(&self, size: u64, exact: bool, part_end: bool) -> Res {
+    fn file_size_violation(
+        &self,
+        size: u64,
+        exact: bool,
+        part_end: bool,
+    ) -> Option<(u64, Violation)> {
         let p = &self.policy;
         let mut types: [Option<&str>; 3] = [None; 3];
         for (i, t) in self.declared() {
@@ -1281,12 +1299,21 @@ impl Scanner {
             types[2] = self.probe_sniffed().map(Format::media_type);
         }
         let any_type = types.iter().any(Option::is_some);
-        for t in types.into_iter().flatten() {
-            if let Some((limit, source)) = p.size_limit_for(t) {
-                if size > limit {
-                    return Err(self.size_violation(size, exact, limit, Some((t, source))));
-                }
-            }
+        // The smallest broken limit is the one crossed first.
+        let broken = types
+            .into_iter()
+            .flatten()
+            .filter_map(|t| {
+                p.size_limit_for(t)
+                    .map(|(limit, source)| (limit, t, source))
+            })
+            .filter(|(limit, _, _)| size > *limit)
+            .min_by_key(|(limit, _, _)| *limit);
+        if let Some((limit, t, source)) = broken {
+            return Some((
+                limit,
+                self.size_violation(size, exact, limit, Some((t, source))),
+            ));
         }
         if !any_type {
             let cap = if part_end {
@@ -1296,11 +1323,11 @@ impl Scanner {
             };
             if let Some(cap) = cap {
                 if size > cap {
-                    return Err(self.size_violation(size, exact, cap, None));
+                    return Some((cap, self.size_violation(size, exact, cap, None)));
                 }
             }
         }
-        Ok(())
+        None
     }
 
     fn probe_sniffed(&self) -> Option<Format> {
@@ -1402,7 +1429,8 @@ impl Scanner {
                 } else {
                     (self.b64.decoded_lower_bound(), false)
                 };
-                self.check_file_size(size, exact, part_end)?;
+                // Once the run has ended its size is in the total, checked at that moment.
+                self.check_sizes(size, exact, part_end, !ended)?;
                 self.check_sniff()?;
                 self.check_dims(part_end)?;
                 if part_end && !self.has_specific_type() {
