@@ -1,0 +1,280 @@
+//! The compiled policy: the limits in the shape the scanner needs, built once per card.
+
+use crate::card::constraints::{Dimensions, InputConstraints};
+use crate::scan::text::Tokenizer;
+use crate::scan::ScanOptions;
+
+/// One `files.perMimeType` entry, with its key normalized for matching.
+#[derive(Debug, Clone)]
+pub(crate) struct MimeRule {
+    /// As written in the card (for constraint paths in messages).
+    pub key: String,
+    /// Lowercase `type/subtype`, `type/*` or `*/*`.
+    pub pattern: String,
+    pub max_size: Option<u64>,
+    pub max_dims: Option<Dimensions>,
+}
+
+/// Compiled limits; cheap to share through `Arc`.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub(crate) max_total: Option<u64>,
+    pub(crate) max_count: Option<u64>,
+    pub(crate) max_per_file: Option<u64>,
+    pub(crate) per_mime: Vec<MimeRule>,
+    /// Before a file's type is known, no limit below this can be certain to apply.
+    pub(crate) early_file_cap: Option<u64>,
+    /// Normalized accepted media ranges; `None` = no restriction.
+    pub(crate) accepted: Option<Vec<String>>,
+    pub(crate) max_chars: Option<u64>,
+    pub(crate) max_tokens: Option<u64>,
+    pub(crate) tokenizer: Option<Tokenizer>,
+    pub(crate) options: ScanOptions,
+}
+
+impl Policy {
+    /// `accepted_modes`: the media types the agent accepts (`None` = anything).
+    /// An unknown tokenizer is logged once here and token limits are then not enforced.
+    pub fn new(
+        constraints: &InputConstraints,
+        accepted_modes: Option<&[String]>,
+        options: ScanOptions,
+    ) -> Policy {
+        let files = &constraints.files;
+        let per_mime: Vec<MimeRule> = files
+            .per_mime_type
+            .iter()
+            .filter_map(|(key, c)| {
+                let pattern = normalize_media_type(key)?;
+                Some(MimeRule {
+                    key: key.clone(),
+                    pattern,
+                    max_size: c.max_size_bytes,
+                    max_dims: c.max_dimensions,
+                })
+            })
+            .collect();
+        // A per-MIME size overrides the global one, even upwards, so the global limit alone only
+        // becomes certain once the type is known; until then the largest candidate is the bound.
+        let early_file_cap = files.max_size_per_file_bytes.map(|global| {
+            per_mime
+                .iter()
+                .filter_map(|r| r.max_size)
+                .fold(global, u64::max)
+        });
+        let accepted = accepted_modes.and_then(|modes| {
+            let v: Vec<String> = modes
+                .iter()
+                .filter_map(|m| normalize_media_type(m))
+                .collect();
+            // An empty union restricts nothing (a2a-sdk does the same).
+            (!v.is_empty()).then_some(v)
+        });
+        let (max_tokens, tokenizer) = match constraints.text.max_tokens {
+            Some(limit) => {
+                let name = constraints
+                    .text
+                    .tokenizer
+                    .as_deref()
+                    .unwrap_or("cl100k_base");
+                match Tokenizer::by_name(name) {
+                    Some(t) => (Some(limit), Some(t)),
+                    None => {
+                        tracing::warn!(
+                            tokenizer = name,
+                            "unknown tokenizer in text.tokenizer; text.maxTokens is not enforced, only text.maxCharacters"
+                        );
+                        (None, None)
+                    }
+                }
+            }
+            None => (None, None),
+        };
+        Policy {
+            max_total: files.max_total_size_bytes,
+            max_count: files.max_count_per_request,
+            max_per_file: files.max_size_per_file_bytes,
+            per_mime,
+            early_file_cap,
+            accepted,
+            max_chars: constraints.text.max_characters,
+            max_tokens,
+            tokenizer,
+            options,
+        }
+    }
+
+    /// A policy that limits nothing (still validates JSON and base64).
+    pub fn unrestricted() -> Policy {
+        Policy::new(&InputConstraints::default(), None, ScanOptions::default())
+    }
+
+    /// False when there is no limit and no media-type restriction: the body need not be scanned.
+    pub fn enforces_anything(&self) -> bool {
+        self.max_total.is_some()
+            || self.max_count.is_some()
+            || self.max_per_file.is_some()
+            || self
+                .per_mime
+                .iter()
+                .any(|r| r.max_size.is_some() || r.max_dims.is_some())
+            || self.accepted.is_some()
+            || self.max_chars.is_some()
+            || self.max_tokens.is_some()
+    }
+
+    pub fn options(&self) -> &ScanOptions {
+        &self.options
+    }
+
+    /// The most specific per-MIME rule for a normalized media type: exact, then `type/*`, then `*/*`.
+    pub(crate) fn rule_for(&self, media_type: &str) -> Option<&MimeRule> {
+        let top = media_type.split('/').next().unwrap_or("");
+        self.per_mime
+            .iter()
+            .find(|r| r.pattern == media_type)
+            .or_else(|| {
+                self.per_mime.iter().find(|r| {
+                    r.pattern
+                        .strip_suffix("/*")
+                        .is_some_and(|t| t != "*" && t == top)
+                })
+            })
+            .or_else(|| self.per_mime.iter().find(|r| r.pattern == "*/*"))
+    }
+
+    /// Size limit for a file of this (normalized) type and where it comes from.
+    pub(crate) fn size_limit_for(&self, media_type: &str) -> Option<(u64, SizeSource<'_>)> {
+        match self.rule_for(media_type) {
+            Some(rule) if rule.max_size.is_some() => {
+                rule.max_size.map(|l| (l, SizeSource::Mime(rule)))
+            }
+            _ => self.max_per_file.map(|l| (l, SizeSource::Global)),
+        }
+    }
+
+    pub(crate) fn accepts(&self, media_type: &str) -> bool {
+        match &self.accepted {
+            None => true,
+            Some(modes) => modes.iter().any(|m| media_range_matches(m, media_type)),
+        }
+    }
+}
+
+pub(crate) enum SizeSource<'a> {
+    Global,
+    Mime(&'a MimeRule),
+}
+
+/// Lowercase `type/subtype` without parameters; `*` becomes `*/*`. `None` for an empty or
+/// slash-less value.
+pub fn normalize_media_type(raw: &str) -> Option<String> {
+    let essence = raw.split(';').next().unwrap_or("").trim();
+    if essence == "*" {
+        return Some("*/*".to_owned());
+    }
+    let (t, st) = essence.split_once('/')?;
+    let (t, st) = (t.trim(), st.trim());
+    if t.is_empty() || st.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}/{}",
+        t.to_ascii_lowercase(),
+        st.to_ascii_lowercase()
+    ))
+}
+
+/// Does the (normalized) range `image/*`, `*/*` or `image/png` cover the (normalized) type?
+pub fn media_range_matches(range: &str, media_type: &str) -> bool {
+    if range == "*/*" || range == media_type {
+        return true;
+    }
+    match range.strip_suffix("/*") {
+        Some(top) => media_type.split_once('/').is_some_and(|(t, _)| t == top),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(params: serde_json::Value, modes: Option<&[&str]>) -> Policy {
+        let (c, issues) = InputConstraints::parse(&params, "p");
+        assert!(issues.is_empty(), "{issues:?}");
+        let modes: Option<Vec<String>> = modes.map(|m| m.iter().map(|s| s.to_string()).collect());
+        Policy::new(&c, modes.as_deref(), ScanOptions::default())
+    }
+
+    #[test]
+    fn media_types_normalize_and_match_wildcards() {
+        assert_eq!(
+            normalize_media_type(" Image/PNG ; q=1").as_deref(),
+            Some("image/png")
+        );
+        assert_eq!(normalize_media_type("*").as_deref(), Some("*/*"));
+        assert_eq!(normalize_media_type("png"), None);
+        assert_eq!(normalize_media_type(""), None);
+        assert!(media_range_matches("image/*", "image/png"));
+        assert!(!media_range_matches("image/*", "application/pdf"));
+        assert!(media_range_matches("*/*", "application/pdf"));
+        assert!(!media_range_matches("image/png", "image/jpeg"));
+    }
+
+    #[test]
+    fn per_mime_lookup_prefers_exact_then_wildcard() {
+        let p = policy(
+            json!({"files": {"maxSizePerFileBytes": 100, "perMimeType": {
+                "image/*": {"maxSizeBytes": 50}, "Image/PNG": {"maxSizeBytes": 500}, "*/*": {"maxSizeBytes": 7}}}}),
+            None,
+        );
+        assert_eq!(p.size_limit_for("image/png").map(|l| l.0), Some(500));
+        assert_eq!(p.size_limit_for("image/gif").map(|l| l.0), Some(50));
+        assert_eq!(p.size_limit_for("text/plain").map(|l| l.0), Some(7));
+        // A per-MIME limit above the global one raises the early cap.
+        assert_eq!(p.early_file_cap, Some(500));
+    }
+
+    #[test]
+    fn global_applies_when_the_rule_has_no_size() {
+        let p = policy(
+            json!({"files": {"maxSizePerFileBytes": 100, "perMimeType": {
+                "image/png": {"maxDimensions": {"width": 1, "height": 1}}}}}),
+            None,
+        );
+        assert!(matches!(
+            p.size_limit_for("image/png"),
+            Some((100, SizeSource::Global))
+        ));
+        assert_eq!(p.early_file_cap, Some(100));
+    }
+
+    #[test]
+    fn accepted_modes_and_enforces_anything() {
+        let p = policy(json!({}), Some(&["text/plain", "image/*"]));
+        assert!(p.accepts("image/webp"));
+        assert!(!p.accepts("application/pdf"));
+        assert!(p.enforces_anything());
+        let none = policy(json!({}), Some(&[]));
+        assert!(none.accepts("application/pdf"));
+        assert!(!none.enforces_anything());
+        assert!(!Policy::unrestricted().enforces_anything());
+    }
+
+    #[test]
+    fn unknown_tokenizer_drops_only_the_token_limit() {
+        let p = policy(
+            json!({"text": {"maxTokens": 5, "maxCharacters": 9, "tokenizer": "mystery"}}),
+            None,
+        );
+        assert_eq!(p.max_tokens, None);
+        assert_eq!(p.max_chars, Some(9));
+        let known = policy(
+            json!({"text": {"maxTokens": 5, "tokenizer": "o200k_base"}}),
+            None,
+        );
+        assert_eq!(known.max_tokens, Some(5));
+    }
+}

@@ -1,0 +1,1862 @@
+//! The streaming JSON state machine and the checks it drives.
+//!
+//! Outside strings it walks byte by byte (structure is short); inside strings it jumps with
+//! memchr2 to the next `"` or `\`, and inside base64 strings it validates whole blocks with
+//! base64-simd (a block that fails is re-examined with memchr2 to find where the string ends).
+
+use std::sync::Arc;
+
+use memchr::memchr2;
+use serde_json::Value;
+
+use crate::scan::base64::Base64Run;
+use crate::scan::media::{Dims, Format, Probe};
+use crate::scan::policy::{normalize_media_type, Policy, SizeSource};
+use crate::scan::verdict::{human_bytes, Amount, Reason, Violation, ViolationData};
+use crate::scan::{BodyShape, SniffMode, SniffWarning, Summary, UnknownDimensions};
+
+/// Objects tracked semantically: root(1) params(2) message(3) parts(4) part(5) file(6).
+const TRACKED: usize = 8;
+/// Longest key worth matching (`file_with_bytes` is 15).
+const KEY_CAP: usize = 24;
+/// Longest media type, filename or method kept for messages and matching.
+const CAPTURE_CAP: usize = 256;
+/// Longest JSON-RPC id echoed back (longer ids are answered with `null`).
+const ID_CAP: usize = 256;
+/// Base64 validated optimistically in blocks of this size (a multiple of 4).
+const BLOCK: usize = 32 * 1024;
+const MAX_SNIFF_WARNINGS: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lex {
+    Value,
+    ArrayFirst,
+    ObjectFirst,
+    Key,
+    Colon,
+    After,
+    Str,
+    Lit,
+    Num(Num),
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Num {
+    Minus,
+    Zero,
+    Int,
+    Dot,
+    Frac,
+    E,
+    ESign,
+    Exp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Esc {
+    None,
+    Backslash,
+    Hex { n: u8, acc: u32 },
+    LowBackslash { hi: u32 },
+    LowU { hi: u32 },
+    LowHex { hi: u32, n: u8, acc: u32 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ctx {
+    Skip,
+    Root,
+    Params,
+    Message,
+    Parts(ArrayName),
+    Part,
+    File,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArrayName {
+    Parts,
+    Content,
+}
+
+impl ArrayName {
+    fn as_str(self) -> &'static str {
+        match self {
+            ArrayName::Parts => "parts",
+            ArrayName::Content => "content",
+        }
+    }
+}
+
+/// Every key the scanner cares about; aliases (JSON and proto names) share one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Key {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Message,
+    Parts,
+    Content,
+    Kind,
+    Text,
+    Raw,
+    Url,
+    Data,
+    MediaType,
+    Filename,
+    File,
+    Metadata,
+    Bytes,
+    Uri,
+    FileWithBytes,
+    FileWithUri,
+    MimeType,
+    Name,
+}
+
+impl Key {
+    fn bit(self) -> u32 {
+        1 << (self as u8)
+    }
+
+    /// The JSON name (for paths and messages).
+    fn json_name(self) -> &'static str {
+        match self {
+            Key::Jsonrpc => "jsonrpc",
+            Key::Id => "id",
+            Key::Method => "method",
+            Key::Params => "params",
+            Key::Message => "message",
+            Key::Parts => "parts",
+            Key::Content => "content",
+            Key::Kind => "kind",
+            Key::Text => "text",
+            Key::Raw => "raw",
+            Key::Url => "url",
+            Key::Data => "data",
+            Key::MediaType => "mediaType",
+            Key::Filename => "filename",
+            Key::File => "file",
+            Key::Metadata => "metadata",
+            Key::Bytes => "bytes",
+            Key::Uri => "uri",
+            Key::FileWithBytes => "fileWithBytes",
+            Key::FileWithUri => "fileWithUri",
+            Key::MimeType => "mimeType",
+            Key::Name => "name",
+        }
+    }
+
+    fn proto_alias(self) -> Option<&'static str> {
+        match self {
+            Key::MediaType => Some("media_type"),
+            Key::FileWithBytes => Some("file_with_bytes"),
+            Key::FileWithUri => Some("file_with_uri"),
+            Key::MimeType => Some("mime_type"),
+            _ => None,
+        }
+    }
+}
+
+const PART_CONTENT: u32 = (1 << Key::Text as u8)
+    | (1 << Key::Raw as u8)
+    | (1 << Key::Url as u8)
+    | (1 << Key::Data as u8)
+    | (1 << Key::File as u8);
+const FILE_CONTENT: u32 = (1 << Key::Bytes as u8)
+    | (1 << Key::Uri as u8)
+    | (1 << Key::FileWithBytes as u8)
+    | (1 << Key::FileWithUri as u8);
+
+fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
+    Some(match (ctx, k) {
+        (Ctx::Root, b"jsonrpc") if shape == BodyShape::JsonRpc => Key::Jsonrpc,
+        (Ctx::Root, b"id") if shape == BodyShape::JsonRpc => Key::Id,
+        (Ctx::Root, b"method") if shape == BodyShape::JsonRpc => Key::Method,
+        (Ctx::Root, b"params") if shape == BodyShape::JsonRpc => Key::Params,
+        (Ctx::Root, b"message") if shape == BodyShape::Rest => Key::Message,
+        (Ctx::Params, b"message") => Key::Message,
+        (Ctx::Message, b"parts") => Key::Parts,
+        (Ctx::Message, b"content") => Key::Content,
+        (Ctx::Part, b"kind") => Key::Kind,
+        (Ctx::Part, b"text") => Key::Text,
+        (Ctx::Part, b"raw") => Key::Raw,
+        (Ctx::Part, b"url") => Key::Url,
+        (Ctx::Part, b"data") => Key::Data,
+        (Ctx::Part, b"mediaType" | b"media_type") => Key::MediaType,
+        (Ctx::Part, b"filename") => Key::Filename,
+        (Ctx::Part, b"file") => Key::File,
+        (Ctx::Part, b"metadata") => Key::Metadata,
+        (Ctx::File, b"bytes") => Key::Bytes,
+        (Ctx::File, b"uri") => Key::Uri,
+        (Ctx::File, b"fileWithBytes" | b"file_with_bytes") => Key::FileWithBytes,
+        (Ctx::File, b"fileWithUri" | b"file_with_uri") => Key::FileWithUri,
+        (Ctx::File, b"mimeType" | b"mime_type") => Key::MimeType,
+        (Ctx::File, b"name") => Key::Name,
+        _ => return None,
+    })
+}
+
+/// What the value about to start means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Skip,
+    Root,
+    Id,
+    Method,
+    Params,
+    Message,
+    Parts(ArrayName),
+    PartElement,
+    File,
+    Text,
+    Inline(Key),
+    Reference(Key),
+    PartMediaType,
+    FileMimeType,
+    Filename,
+}
+
+/// What the string being read is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StrRole {
+    Key,
+    /// A key inside an object nobody looks into: validate only.
+    SkipKey,
+    Skip,
+    Capture,
+    Text,
+    Inline,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CaptureFor {
+    Method,
+    Id,
+    PartMediaType,
+    FileMimeType,
+    Filename,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Content {
+    None,
+    Inline { field: Key, ended: bool, size: u64 },
+    Reference,
+    Text,
+}
+
+/// The part being read. Declared types: [part `mediaType`, file `mimeType`], normalized.
+#[derive(Debug)]
+struct PartState {
+    index: u64,
+    array: ArrayName,
+    types: [Option<String>; 2],
+    mode_checked: [bool; 2],
+    filename: Option<String>,
+    content: Content,
+    sniff_warned: bool,
+}
+
+impl PartState {
+    fn new() -> Self {
+        PartState {
+            index: 0,
+            array: ArrayName::Parts,
+            types: [None, None],
+            mode_checked: [false; 2],
+            filename: None,
+            content: Content::None,
+            sniff_warned: false,
+        }
+    }
+}
+
+/// Streams one request body through the policy. One per request; bounded memory.
+pub struct Scanner {
+    policy: Arc<Policy>,
+    shape: BodyShape,
+    /// Body offset of the chunk being fed.
+    base: u64,
+    state: Lex,
+    depth: u32,
+    /// Bit d set: the container at depth d is an object.
+    kinds: [u64; 16],
+    ctx: [Ctx; TRACKED],
+    seen: [u32; TRACKED],
+    elements: [u64; TRACKED],
+    key: Option<Key>,
+    pending: Role,
+    // strings
+    str_role: StrRole,
+    esc: Esc,
+    utf8: [u8; 4],
+    utf8_len: u8,
+    keybuf: [u8; KEY_CAP],
+    key_len: usize,
+    key_long: bool,
+    capture: String,
+    capture_for: CaptureFor,
+    capture_long: bool,
+    lit: &'static [u8],
+    lit_pos: u8,
+    num_capture: bool,
+    // request facts
+    method: Option<String>,
+    id: Option<Value>,
+    // the part being read
+    part: PartState,
+    in_part: bool,
+    b64: Base64Run,
+    probe: Probe,
+    text_chars: u64,
+    text_bytes: u64,
+    text_buf: Vec<u8>,
+    text_overflow: bool,
+    // totals
+    inline_done: u64,
+    summary: Summary,
+    failed: Option<Violation>,
+}
+
+type Res<T = ()> = Result<T, Violation>;
+
+impl Scanner {
+    pub fn new(policy: Arc<Policy>, shape: BodyShape) -> Self {
+        Scanner {
+            policy,
+            shape,
+            base: 0,
+            state: Lex::Value,
+            depth: 0,
+            kinds: [0; 16],
+            ctx: [Ctx::Skip; TRACKED],
+            seen: [0; TRACKED],
+            elements: [0; TRACKED],
+            key: None,
+            pending: Role::Root,
+            str_role: StrRole::Skip,
+            esc: Esc::None,
+            utf8: [0; 4],
+            utf8_len: 0,
+            keybuf: [0; KEY_CAP],
+            key_len: 0,
+            key_long: false,
+            capture: String::new(),
+            capture_for: CaptureFor::Method,
+            capture_long: false,
+            lit: b"",
+            lit_pos: 0,
+            num_capture: false,
+            method: None,
+            id: None,
+            part: PartState::new(),
+            in_part: false,
+            b64: Base64Run::new(),
+            probe: Probe::new(),
+            text_chars: 0,
+            text_bytes: 0,
+            text_buf: Vec::new(),
+            text_overflow: false,
+            inline_done: 0,
+            summary: Summary::default(),
+            failed: None,
+        }
+    }
+
+    /// The JSON-RPC `id`, once seen (ids longer than 256 bytes are not kept).
+    pub fn request_id(&self) -> Option<&Value> {
+        self.id.as_ref()
+    }
+
+    /// The JSON-RPC `method`, once seen (at most 256 bytes kept).
+    pub fn method(&self) -> Option<&str> {
+        self.method.as_deref()
+    }
+
+    pub fn bytes_scanned(&self) -> u64 {
+        self.summary.bytes
+    }
+
+    /// Feed the next piece of the body; `Err` as soon as a violation is certain (and again on
+    /// every later call).
+    pub fn feed(&mut self, chunk: &[u8]) -> Res {
+        if let Some(v) = &self.failed {
+            return Err(v.clone());
+        }
+        let r = self.feed_inner(chunk);
+        self.base += chunk.len() as u64;
+        self.summary.bytes = self.base;
+        if let Err(v) = &r {
+            self.failed = Some(v.clone());
+        }
+        r
+    }
+
+    /// End of the body. A body cut short is a parse error.
+    pub fn finish(&mut self) -> Result<Summary, Violation> {
+        if let Some(v) = &self.failed {
+            return Err(v.clone());
+        }
+        let r = self.finish_inner();
+        if let Err(v) = &r {
+            self.failed = Some(v.clone());
+        }
+        r.map(|_| self.summary.clone())
+    }
+
+    fn finish_inner(&mut self) -> Res {
+        match self.state {
+            Lex::Done => Ok(()),
+            Lex::Num(n)
+                if self.depth == 0 && matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) =>
+            {
+                self.end_number()?;
+                Ok(())
+            }
+            Lex::Value if self.depth == 0 => Err(self.parse_error(self.base, "the body is empty")),
+            _ => {
+                Err(self.parse_error(self.base, "the body ends before the JSON value is complete"))
+            }
+        }
+    }
+
+    fn feed_inner(&mut self, c: &[u8]) -> Res {
+        let mut i = 0;
+        while i < c.len() {
+            if self.state == Lex::Str {
+                i = self.string_body(c, i)?;
+                continue;
+            }
+            let b = c[i];
+            match self.state {
+                Lex::Value | Lex::ArrayFirst => {
+                    if is_ws(b) {
+                        i += 1;
+                        continue;
+                    }
+                    if b == b']' && self.state == Lex::ArrayFirst {
+                        self.close(b']', i)?;
+                    } else {
+                        self.start_value(b, i)?;
+                    }
+                }
+                Lex::ObjectFirst | Lex::Key => {
+                    if is_ws(b) {
+                        i += 1;
+                        continue;
+                    }
+                    if b == b'"' {
+                        self.start_key();
+                    } else if b == b'}' && self.state == Lex::ObjectFirst {
+                        self.close(b'}', i)?;
+                    } else {
+                        return Err(self.parse_error(self.at(i), "expected a key in double quotes"));
+                    }
+                }
+                Lex::Colon => {
+                    if is_ws(b) {
+                        i += 1;
+                        continue;
+                    }
+                    if b != b':' {
+                        return Err(self.parse_error(self.at(i), "expected ':' after a key"));
+                    }
+                    self.state = Lex::Value;
+                }
+                Lex::After => {
+                    if is_ws(b) {
+                        i += 1;
+                        continue;
+                    }
+                    match b {
+                        b',' => {
+                            if self.top_is_object() {
+                                self.state = Lex::Key;
+                            } else {
+                                self.state = Lex::Value;
+                                self.next_element();
+                            }
+                        }
+                        b'}' | b']' => self.close(b, i)?,
+                        _ => {
+                            return Err(self.parse_error(
+                                self.at(i),
+                                "expected ',' or the end of the object or array",
+                            ))
+                        }
+                    }
+                }
+                Lex::Lit => {
+                    if b != self.lit[self.lit_pos as usize] {
+                        return Err(self.parse_error(
+                            self.at(i),
+                            "invalid literal (expected true, false or null)",
+                        ));
+                    }
+                    self.lit_pos += 1;
+                    if self.lit_pos as usize == self.lit.len() {
+                        self.value_done();
+                    }
+                }
+                Lex::Num(n) => {
+                    match self.number_byte(n, b) {
+                        Some(next) => {
+                            if self.num_capture {
+                                self.push_capture_bytes(&[b]);
+                            }
+                            self.state = Lex::Num(next);
+                        }
+                        None => {
+                            if !matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) {
+                                return Err(self.parse_error(self.at(i), "invalid number"));
+                            }
+                            self.end_number()?;
+                            // The delimiter is handled by the next state.
+                            continue;
+                        }
+                    }
+                }
+                Lex::Done => {
+                    if !is_ws(b) {
+                        return Err(
+                            self.parse_error(self.at(i), "unexpected data after the JSON value")
+                        );
+                    }
+                }
+                Lex::Str => unreachable!("handled above"),
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn at(&self, i: usize) -> u64 {
+        self.base + i as u64
+    }
+
+    fn number_byte(&self, n: Num, b: u8) -> Option<Num> {
+        Some(match (n, b) {
+            (Num::Minus, b'0') => Num::Zero,
+            (Num::Minus, b'1'..=b'9') => Num::Int,
+            (Num::Int, b'0'..=b'9') => Num::Int,
+            (Num::Zero | Num::Int, b'.') => Num::Dot,
+            (Num::Zero | Num::Int | Num::Frac, b'e' | b'E') => Num::E,
+            (Num::Dot | Num::Frac, b'0'..=b'9') => Num::Frac,
+            (Num::E, b'+' | b'-') => Num::ESign,
+            (Num::E | Num::ESign | Num::Exp, b'0'..=b'9') => Num::Exp,
+            _ => return None,
+        })
+    }
+
+    fn end_number(&mut self) -> Res {
+        if self.num_capture {
+            self.num_capture = false;
+            self.id = if self.capture_long {
+                None
+            } else {
+                serde_json::from_str::<Value>(&self.capture).ok()
+            };
+        }
+        self.value_done();
+        Ok(())
+    }
+
+    fn top_is_object(&self) -> bool {
+        let d = self.depth as usize;
+        self.kinds[d / 64] & (1 << (d % 64)) != 0
+    }
+
+    fn ctx_at(&self, depth: u32) -> Ctx {
+        if (depth as usize) < TRACKED {
+            self.ctx[depth as usize]
+        } else {
+            Ctx::Skip
+        }
+    }
+
+    /// A new array element begins (after '[' or ',').
+    fn next_element(&mut self) {
+        let d = self.depth;
+        match self.ctx_at(d) {
+            Ctx::Parts(_) => self.pending = Role::PartElement,
+            _ => self.pending = Role::Skip,
+        }
+    }
+
+    fn start_value(&mut self, b: u8, i: usize) -> Res {
+        let role = self.pending;
+        self.pending = Role::Skip;
+        if self.depth == 0 && b != b'{' && self.shape == BodyShape::JsonRpc {
+            let mut d = ViolationData::new(Reason::InvalidRequest);
+            d.offset = Some(self.at(i));
+            let msg = if b == b'[' {
+                "batch requests are not supported: send one JSON-RPC request object per HTTP request"
+            } else {
+                "a JSON-RPC request must be a JSON object"
+            };
+            if matches!(b, b'[' | b'"' | b't' | b'f' | b'n' | b'-' | b'0'..=b'9') {
+                return Err(Violation::new(msg, d));
+            }
+        }
+        if self.depth > 0 && matches!(self.ctx_at(self.depth), Ctx::Parts(_)) {
+            let d = self.depth as usize;
+            self.elements[d] += 1;
+        }
+        match b {
+            b'{' | b'[' => {
+                // The kind bitset holds 1024 levels.
+                if self.depth + 1 > self.policy.options.max_depth.min(1000) {
+                    return Err(self.parse_error(
+                        self.at(i),
+                        &format!(
+                            "nested deeper than {} levels",
+                            self.policy.options.max_depth
+                        ),
+                    ));
+                }
+                let parent = self.ctx_at(self.depth);
+                self.depth += 1;
+                let d = self.depth as usize;
+                let word = &mut self.kinds[(d / 64).min(15)];
+                if b == b'{' {
+                    *word |= 1 << (d % 64);
+                } else {
+                    *word &= !(1 << (d % 64));
+                }
+                let ctx = match (b, role, parent) {
+                    (b'{', Role::Root, _) => Ctx::Root,
+                    (b'{', Role::Params, _) => Ctx::Params,
+                    (b'{', Role::Message, _) => Ctx::Message,
+                    (b'{', Role::PartElement, Ctx::Parts(name)) => {
+                        self.start_part(self.elements[d - 1] - 1, name);
+                        Ctx::Part
+                    }
+                    (b'{', Role::File, _) => Ctx::File,
+                    (b'[', Role::Parts(name), _) => Ctx::Parts(name),
+                    _ => Ctx::Skip,
+                };
+                if d < TRACKED {
+                    self.ctx[d] = ctx;
+                    self.seen[d] = 0;
+                    self.elements[d] = 0;
+                }
+                if b == b'{' {
+                    self.state = Lex::ObjectFirst;
+                } else {
+                    self.state = Lex::ArrayFirst;
+                    self.next_element();
+                }
+            }
+            b'"' => {
+                self.start_string_value(role, i)?;
+            }
+            b't' | b'f' | b'n' => {
+                self.lit = match b {
+                    b't' => b"true",
+                    b'f' => b"false",
+                    _ => b"null",
+                };
+                self.lit_pos = 1;
+                if role == Role::Id && b == b'n' {
+                    self.id = Some(Value::Null);
+                }
+                self.state = Lex::Lit;
+            }
+            b'-' | b'0'..=b'9' => {
+                self.num_capture = role == Role::Id;
+                if self.num_capture {
+                    self.capture.clear();
+                    self.capture_long = false;
+                    self.capture_for = CaptureFor::Id;
+                    self.push_capture_bytes(&[b]);
+                }
+                self.state = Lex::Num(match b {
+                    b'-' => Num::Minus,
+                    b'0' => Num::Zero,
+                    _ => Num::Int,
+                });
+            }
+            _ => return Err(self.parse_error(self.at(i), "expected a JSON value")),
+        }
+        Ok(())
+    }
+
+    fn value_done(&mut self) {
+        self.state = if self.depth == 0 {
+            Lex::Done
+        } else {
+            Lex::After
+        };
+    }
+
+    fn close(&mut self, b: u8, i: usize) -> Res {
+        if self.depth == 0 {
+            return Err(self.parse_error(self.at(i), "unexpected closing bracket"));
+        }
+        let is_obj = self.top_is_object();
+        if (b == b'}') != is_obj {
+            return Err(self.parse_error(self.at(i), "mismatched closing bracket"));
+        }
+        if self.ctx_at(self.depth) == Ctx::Part {
+            self.end_part()?;
+        }
+        self.depth -= 1;
+        self.value_done();
+        Ok(())
+    }
+
+    // ---- strings ----------------------------------------------------------------------------
+
+    fn start_key(&mut self) {
+        self.state = Lex::Str;
+        self.esc = Esc::None;
+        self.utf8_len = 0;
+        if self.ctx_at(self.depth) == Ctx::Skip {
+            self.str_role = StrRole::SkipKey;
+        } else {
+            self.str_role = StrRole::Key;
+            self.key_len = 0;
+            self.key_long = false;
+        }
+    }
+
+    fn start_string_value(&mut self, role: Role, i: usize) -> Res {
+        self.state = Lex::Str;
+        self.esc = Esc::None;
+        self.utf8_len = 0;
+        self.str_role = match role {
+            Role::Id => self.begin_capture(CaptureFor::Id),
+            Role::Method => self.begin_capture(CaptureFor::Method),
+            Role::PartMediaType => self.begin_capture(CaptureFor::PartMediaType),
+            Role::FileMimeType => self.begin_capture(CaptureFor::FileMimeType),
+            Role::Filename => self.begin_capture(CaptureFor::Filename),
+            Role::Text => {
+                self.part.content = Content::Text;
+                self.summary.text_parts += 1;
+                self.text_chars = 0;
+                self.text_bytes = 0;
+                self.text_buf.clear();
+                self.text_overflow = false;
+                StrRole::Text
+            }
+            Role::Inline(field) => {
+                self.count_file(field, i)?;
+                self.summary.inline_files += 1;
+                self.part.content = Content::Inline {
+                    field,
+                    ended: false,
+                    size: 0,
+                };
+                self.b64 = Base64Run::new();
+                let o = &self.policy.options;
+                self.probe
+                    .reset(o.dimension_probe_bytes, o.jpeg_max_segments);
+                StrRole::Inline
+            }
+            Role::Reference(field) => {
+                self.count_file(field, i)?;
+                self.part.content = Content::Reference;
+                StrRole::Skip
+            }
+            _ => StrRole::Skip,
+        };
+        Ok(())
+    }
+
+    fn begin_capture(&mut self, what: CaptureFor) -> StrRole {
+        self.capture.clear();
+        self.capture_long = false;
+        self.capture_for = what;
+        StrRole::Capture
+    }
+
+    fn push_capture_bytes(&mut self, s: &[u8]) {
+        let cap = if self.capture_for == CaptureFor::Id {
+            ID_CAP
+        } else {
+            CAPTURE_CAP
+        };
+        let room = cap.saturating_sub(self.capture.len());
+        if s.len() > room {
+            self.capture_long = true;
+        }
+        // Callers hand in whole UTF-8 sequences or validated runs; cut on a char boundary.
+        let mut take = s.len().min(room);
+        while take > 0 && take < s.len() && (s[take] & 0xC0) == 0x80 {
+            take -= 1;
+        }
+        if let Ok(t) = std::str::from_utf8(&s[..take]) {
+            self.capture.push_str(t);
+        }
+    }
+
+    /// Inside a string: runs of plain bytes, escapes, and the closing quote.
+    fn string_body(&mut self, c: &[u8], mut i: usize) -> Result<usize, Violation> {
+        loop {
+            if self.esc != Esc::None {
+                if i >= c.len() {
+                    return Ok(i);
+                }
+                self.escape_byte(c[i], i)?;
+                i += 1;
+                continue;
+            }
+            if self.str_role == StrRole::Inline {
+                i += self.inline_blocks(&c[i..])?;
+            }
+            let rest = &c[i..];
+            if rest.is_empty() {
+                return Ok(i);
+            }
+            // Inline strings look at most one block ahead so a huge chunk is not scanned twice.
+            let window = if self.str_role == StrRole::Inline {
+                &rest[..rest.len().min(BLOCK)]
+            } else {
+                rest
+            };
+            match memchr2(b'"', b'\\', window) {
+                Some(j) => {
+                    self.run(&window[..j], i)?;
+                    if self.utf8_len != 0 {
+                        return Err(self.parse_error(self.at(i + j), "invalid UTF-8 in a string"));
+                    }
+                    i += j + 1;
+                    if window[j] == b'"' {
+                        self.end_string(i - 1)?;
+                        return Ok(i);
+                    }
+                    self.esc = Esc::Backslash;
+                }
+                None => {
+                    self.run(window, i)?;
+                    i += window.len();
+                    if self.str_role != StrRole::Inline {
+                        return Ok(i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fast path for base64: validate whole blocks that turn out to hold no quote or backslash.
+    fn inline_blocks(&mut self, rest: &[u8]) -> Result<usize, Violation> {
+        let mut done = 0;
+        if self.probe.next_stop().is_some() {
+            return Ok(0);
+        }
+        while rest.len() - done >= 4 {
+            let n = (rest.len() - done).min(BLOCK);
+            if !self.b64.push_clean(&rest[done..done + n]) {
+                break;
+            }
+            done += n;
+            self.check_inline_progress()?;
+        }
+        Ok(done)
+    }
+
+    /// A run of unescaped string bytes (no quote, no backslash).
+    fn run(&mut self, s: &[u8], i: usize) -> Res {
+        if s.is_empty() {
+            return Ok(());
+        }
+        match self.str_role {
+            StrRole::Inline => self.inline_push(s, i),
+            role => {
+                self.validate_utf8(s, i)?;
+                match role {
+                    StrRole::Key => {
+                        let room = KEY_CAP - self.key_len;
+                        if s.len() > room {
+                            self.key_long = true;
+                        } else {
+                            self.keybuf[self.key_len..self.key_len + s.len()].copy_from_slice(s);
+                            self.key_len += s.len();
+                        }
+                    }
+                    StrRole::Capture => self.push_capture_bytes(s),
+                    StrRole::Text => self.text_run(s)?,
+                    _ => {}
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
+    fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res {
+        if s.iter().fold(false, |bad, &b| bad | (b < 0x20)) {
+            return Err(self.parse_error(
+                self.at(i),
+                "control character inside a string (must be escaped)",
+            ));
+        }
+        if self.utf8_len > 0 {
+            let width = utf8_width(self.utf8[0]);
+            let need = width - self.utf8_len as usize;
+            let take = need.min(s.len());
+            self.utf8[self.utf8_len as usize..self.utf8_len as usize + take]
+                .copy_from_slice(&s[..take]);
+            self.utf8_len += take as u8;
+            s = &s[take..];
+            if (self.utf8_len as usize) < width {
+                return Ok(());
+            }
+            if std::str::from_utf8(&self.utf8[..width]).is_err() {
+                return Err(self.parse_error(self.at(i), "invalid UTF-8 in a string"));
+            }
+            self.utf8_len = 0;
+        }
+        if s.is_ascii() {
+            return Ok(());
+        }
+        match std::str::from_utf8(s) {
+            Ok(_) => Ok(()),
+            Err(e) if e.error_len().is_none() => {
+                let tail = &s[e.valid_up_to()..];
+                self.utf8[..tail.len()].copy_from_slice(tail);
+                self.utf8_len = tail.len() as u8;
+                Ok(())
+            }
+            Err(e) => Err(self.parse_error(
+                self.at(i) + (e.valid_up_to() as u64),
+                "invalid UTF-8 in a string",
+            )),
+        }
+    }
+
+    fn escape_byte(&mut self, b: u8, i: usize) -> Res {
+        match self.esc {
+            Esc::None => unreachable!("escape_byte outside an escape"),
+            Esc::Backslash => {
+                let ch = match b {
+                    b'"' => '"',
+                    b'\\' => '\\',
+                    b'/' => '/',
+                    b'b' => '\u{8}',
+                    b'f' => '\u{c}',
+                    b'n' => '\n',
+                    b'r' => '\r',
+                    b't' => '\t',
+                    b'u' => {
+                        self.esc = Esc::Hex { n: 0, acc: 0 };
+                        return Ok(());
+                    }
+                    _ => return Err(self.parse_error(self.at(i), "invalid escape in a string")),
+                };
+                self.esc = Esc::None;
+                self.escaped_char(ch, i)
+            }
+            Esc::Hex { n, acc } => {
+                let acc = (acc << 4) | self.hex(b, i)?;
+                if n < 3 {
+                    self.esc = Esc::Hex { n: n + 1, acc };
+                    return Ok(());
+                }
+                match acc {
+                    0xD800..=0xDBFF => {
+                        self.esc = Esc::LowBackslash { hi: acc };
+                        Ok(())
+                    }
+                    0xDC00..=0xDFFF => {
+                        Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"))
+                    }
+                    _ => {
+                        self.esc = Esc::None;
+                        let ch = char::from_u32(acc).unwrap_or('\u{FFFD}');
+                        self.escaped_char(ch, i)
+                    }
+                }
+            }
+            Esc::LowBackslash { hi } => {
+                if b != b'\\' {
+                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                }
+                self.esc = Esc::LowU { hi };
+                Ok(())
+            }
+            Esc::LowU { hi } => {
+                if b != b'u' {
+                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                }
+                self.esc = Esc::LowHex { hi, n: 0, acc: 0 };
+                Ok(())
+            }
+            Esc::LowHex { hi, n, acc } => {
+                let acc = (acc << 4) | self.hex(b, i)?;
+                if n < 3 {
+                    self.esc = Esc::LowHex { hi, n: n + 1, acc };
+                    return Ok(());
+                }
+                if !(0xDC00..=0xDFFF).contains(&acc) {
+                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                }
+                self.esc = Esc::None;
+                let cp = 0x10000 + ((hi - 0xD800) << 10) + (acc - 0xDC00);
+                let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                self.escaped_char(ch, i)
+            }
+        }
+    }
+
+    fn hex(&self, b: u8, i: usize) -> Result<u32, Violation> {
+        (b as char).to_digit(16).ok_or_else(|| {
+            self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)")
+        })
+    }
+
+    /// One character written as an escape.
+    fn escaped_char(&mut self, ch: char, i: usize) -> Res {
+        let mut buf = [0u8; 4];
+        let enc = ch.encode_utf8(&mut buf).as_bytes();
+        match self.str_role {
+            StrRole::Key => {
+                let room = KEY_CAP - self.key_len;
+                if enc.len() > room {
+                    self.key_long = true;
+                } else {
+                    self.keybuf[self.key_len..self.key_len + enc.len()].copy_from_slice(enc);
+                    self.key_len += enc.len();
+                }
+            }
+            StrRole::Capture => self.push_capture_bytes(enc),
+            StrRole::Text => {
+                self.text_chars += 1;
+                self.text_append(enc);
+                self.check_text_length()?;
+            }
+            StrRole::Inline => {
+                // `\/` is a `/`; anything non-ASCII cannot be base64.
+                if enc.len() == 1 {
+                    self.inline_push(enc, i)?;
+                } else {
+                    return Err(self.bad_base64());
+                }
+            }
+            StrRole::Skip | StrRole::SkipKey => {}
+        }
+        Ok(())
+    }
+
+    fn end_string(&mut self, i: usize) -> Res {
+        self.state = Lex::After;
+        match self.str_role {
+            StrRole::Key => {
+                self.state = Lex::Colon;
+                self.end_key(i)?;
+                return Ok(());
+            }
+            StrRole::SkipKey => {
+                self.state = Lex::Colon;
+                self.pending = Role::Skip;
+                return Ok(());
+            }
+            StrRole::Capture => self.end_capture()?,
+            StrRole::Text => self.end_text()?,
+            StrRole::Inline => self.end_inline()?,
+            StrRole::Skip => {}
+        }
+        self.value_done();
+        Ok(())
+    }
+
+    fn end_key(&mut self, i: usize) -> Res {
+        let ctx = self.ctx_at(self.depth);
+        let key = if self.key_long {
+            None
+        } else {
+            lookup_key(ctx, self.shape, &self.keybuf[..self.key_len])
+        };
+        self.key = key;
+        let Some(key) = key else {
+            self.pending = Role::Skip;
+            return Ok(());
+        };
+        let d = self.depth as usize;
+        let seen = self.seen[d];
+        if seen & key.bit() != 0 {
+            return Err(self.duplicate_key(key, i));
+        }
+        let oneof = match ctx {
+            Ctx::Part => PART_CONTENT,
+            Ctx::File => FILE_CONTENT,
+            _ => 0,
+        };
+        if oneof & key.bit() != 0 && seen & oneof != 0 {
+            return Err(self.ambiguous(ctx, seen & oneof, key));
+        }
+        self.seen[d] |= key.bit();
+        self.pending = match (ctx, key) {
+            (Ctx::Root, Key::Id) => Role::Id,
+            (Ctx::Root, Key::Method) => Role::Method,
+            (Ctx::Root, Key::Params) => Role::Params,
+            (Ctx::Root | Ctx::Params, Key::Message) => Role::Message,
+            (Ctx::Message, Key::Parts) => Role::Parts(ArrayName::Parts),
+            (Ctx::Message, Key::Content) => Role::Parts(ArrayName::Content),
+            (Ctx::Part, Key::Text) => Role::Text,
+            (Ctx::Part, Key::Raw) => Role::Inline(Key::Raw),
+            (Ctx::Part, Key::Url) => Role::Reference(Key::Url),
+            (Ctx::Part, Key::MediaType) => Role::PartMediaType,
+            (Ctx::Part, Key::Filename) => Role::Filename,
+            (Ctx::Part, Key::File) => Role::File,
+            (Ctx::File, Key::Bytes | Key::FileWithBytes) => Role::Inline(key),
+            (Ctx::File, Key::Uri | Key::FileWithUri) => Role::Reference(key),
+            (Ctx::File, Key::MimeType) => Role::FileMimeType,
+            (Ctx::File, Key::Name) => Role::Filename,
+            _ => Role::Skip,
+        };
+        Ok(())
+    }
+
+    fn end_capture(&mut self) -> Res {
+        let value = std::mem::take(&mut self.capture);
+        match self.capture_for {
+            CaptureFor::Method => self.method = Some(value.clone()),
+            CaptureFor::Id => {
+                self.id = if self.capture_long {
+                    None
+                } else {
+                    Some(Value::String(value.clone()))
+                };
+            }
+            CaptureFor::Filename => {
+                if self.part.filename.is_none() {
+                    self.part.filename = Some(value.clone());
+                }
+            }
+            CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
+                let slot = usize::from(self.capture_for == CaptureFor::FileMimeType);
+                self.part.types[slot] = normalize_media_type(&value);
+                self.check_part(false)?;
+            }
+        }
+        self.capture = value;
+        self.capture.clear();
+        Ok(())
+    }
+
+    // ---- parts ------------------------------------------------------------------------------
+
+    fn start_part(&mut self, index: u64, array: ArrayName) {
+        self.in_part = true;
+        self.summary.parts += 1;
+        let p = &mut self.part;
+        p.index = index;
+        p.array = array;
+        p.types = [None, None];
+        p.mode_checked = [false; 2];
+        p.filename = None;
+        p.content = Content::None;
+        p.sniff_warned = false;
+    }
+
+    fn end_part(&mut self) -> Res {
+        self.check_part(true)?;
+        self.in_part = false;
+        Ok(())
+    }
+
+    fn count_file(&mut self, field: Key, _i: usize) -> Res {
+        self.summary.files += 1;
+        if let Some(max) = self.policy.max_count {
+            if self.summary.files > max {
+                let mut d = self.part_data(Reason::FileCount, Some(field));
+                d.constraint = Some("files.maxCountPerRequest".into());
+                d.limit = Some(Amount::Count(max));
+                d.actual = Some(Amount::Count(self.summary.files));
+                d.actual_is_lower_bound = true;
+                let msg = format!(
+                    "this request carries at least {} files (part {} is one too many); this agent accepts at most {} per request",
+                    self.summary.files,
+                    self.part.index,
+                    max
+                );
+                return Err(Violation::new(msg, d));
+            }
+        }
+        Ok(())
+    }
+
+    // ---- inline files -----------------------------------------------------------------------
+
+    /// Feed base64 characters, pausing where the probe wants to look.
+    fn inline_push(&mut self, mut s: &[u8], _i: usize) -> Res {
+        while !s.is_empty() {
+            let pos = self.b64.chars();
+            let take = match self.probe.next_stop() {
+                Some(stop) if stop > pos => ((stop - pos) as usize).min(s.len()),
+                _ => s.len(),
+            };
+            let (now, later) = s.split_at(take);
+            self.probe.capture(pos, now);
+            if self.b64.push(now).is_err() {
+                return Err(self.bad_base64());
+            }
+            if self.probe.next_stop() == Some(self.b64.chars()) {
+                self.probe.at_stop(self.b64.alphabet());
+                self.check_part(false)?;
+            }
+            s = later;
+        }
+        self.check_inline_progress()
+    }
+
+    /// Cheap checks while a base64 run grows: per-file size and total size.
+    fn check_inline_progress(&mut self) -> Res {
+        let size = self.b64.decoded_lower_bound();
+        self.check_sizes(size, false, false, true)
+    }
+
+    /// File size and total size together. When both are broken, the one whose limit the run
+    /// crossed first is reported, so the answer does not depend on how the body was chunked.
+    fn check_sizes(&self, size: u64, exact: bool, part_end: bool, with_total: bool) -> Res {
+        let file = self.file_size_violation(size, exact, part_end);
+        let total = if with_total {
+            self.total_violation(size, exact)
+        } else {
+            None
+        };
+        match (file, total) {
+            (Some((fl, fv)), Some((tl, tv))) => Err(if tl < fl { tv } else { fv }),
+            (Some((_, v)), None) | (None, Some((_, v))) => Err(v),
+            (None, None) => Ok(()),
+        }
+    }
+
+    fn end_inline(&mut self) -> Res {
+        let size = match self.b64.finish() {
+            Ok(size) => size,
+            Err(()) => return Err(self.bad_base64()),
+        };
+        self.probe.finish(self.b64.alphabet(), size);
+        if let Content::Inline { field, .. } = self.part.content {
+            self.part.content = Content::Inline {
+                field,
+                ended: true,
+                size,
+            };
+        }
+        self.check_sizes(size, true, false, true)?;
+        self.inline_done += size;
+        self.summary.inline_bytes += size;
+        self.check_part(false)
+    }
+
+    /// With the allowance this file had (what the total limit left for it).
+    fn total_violation(&self, current: u64, exact: bool) -> Option<(u64, Violation)> {
+        let max = self.policy.max_total?;
+        let total = self.inline_done + current;
+        if total > max {
+            let mut d = self.part_data(Reason::TotalSize, self.inline_field());
+            d.constraint = Some("files.maxTotalSizeBytes".into());
+            d.limit = Some(Amount::Bytes(max));
+            d.actual = Some(Amount::Bytes(total));
+            d.actual_is_lower_bound = !exact;
+            let msg = format!(
+                "the files in this request add up to {}{} (part {} pushes it over); this agent accepts at most {} in total",
+                if exact { "" } else { "at least " },
+                human_bytes(total),
+                self.part.index,
+                human_bytes(max)
+            );
+            return Some((max.saturating_sub(self.inline_done), Violation::new(msg, d)));
+        }
+        None
+    }
+
+    /// The declared types that are specific (not empty, not application/octet-stream).
+    fn declared(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.part
+            .types
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.as_deref().map(|t| (i, t)))
+    }
+
+    fn has_specific_type(&self) -> bool {
+        self.declared()
+            .any(|(_, t)| t != "application/octet-stream")
+    }
+
+    /// Per-file size against the limits of the declared type(s); before any type is known only
+    /// the largest candidate limit can be certain. `part_end`: the sniffed type counts now.
+    fn file_size_violation(
+        &self,
+        size: u64,
+        exact: bool,
+        part_end: bool,
+    ) -> Option<(u64, Violation)> {
+        let p = &self.policy;
+        let mut types: [Option<&str>; 3] = [None; 3];
+        for (i, t) in self.declared() {
+            types[i] = Some(t);
+        }
+        if part_end && !self.has_specific_type() {
+            types[2] = self.probe_sniffed().map(Format::media_type);
+        }
+        let any_type = types.iter().any(Option::is_some);
+        // The smallest broken limit is the one crossed first.
+        let broken = types
+            .into_iter()
+            .flatten()
+            .filter_map(|t| {
+                p.size_limit_for(t)
+                    .map(|(limit, source)| (limit, t, source))
+            })
+            .filter(|(limit, _, _)| size > *limit)
+            .min_by_key(|(limit, _, _)| *limit);
+        if let Some((limit, t, source)) = broken {
+            return Some((
+                limit,
+                self.size_violation(size, exact, limit, Some((t, source))),
+            ));
+        }
+        if !any_type {
+            let cap = if part_end {
+                p.max_per_file
+            } else {
+                p.early_file_cap
+            };
+            if let Some(cap) = cap {
+                if size > cap {
+                    return Some((cap, self.size_violation(size, exact, cap, None)));
+                }
+            }
+        }
+        None
+    }
+
+    fn probe_sniffed(&self) -> Option<Format> {
+        match self.part.content {
+            Content::Inline { .. } if self.probe.sniff_ready => self.probe.sniffed,
+            _ => None,
+        }
+    }
+
+    fn size_violation(
+        &self,
+        size: u64,
+        exact: bool,
+        limit: u64,
+        typed: Option<(&str, SizeSource<'_>)>,
+    ) -> Violation {
+        let p = &self.policy;
+        let (reason, constraint, per) = match typed {
+            Some((t, SizeSource::Mime(rule))) => (
+                Reason::MimeSize,
+                format!(
+                    "files.perMimeType[{}].maxSizeBytes",
+                    Value::String(rule.key.clone())
+                ),
+                format!("per {t} file"),
+            ),
+            Some((_, SizeSource::Global)) => (
+                Reason::FileSize,
+                "files.maxSizePerFileBytes".to_owned(),
+                "per file".to_owned(),
+            ),
+            None => {
+                // The early cap: the global limit, or a larger per-MIME one.
+                let rule = p
+                    .per_mime
+                    .iter()
+                    .filter(|r| r.max_size == Some(limit))
+                    .find(|_| Some(limit) != p.max_per_file);
+                match rule {
+                    Some(rule) => (
+                        Reason::FileSize,
+                        format!(
+                            "files.perMimeType[{}].maxSizeBytes",
+                            Value::String(rule.key.clone())
+                        ),
+                        "per file of any type".to_owned(),
+                    ),
+                    None => (
+                        Reason::FileSize,
+                        "files.maxSizePerFileBytes".to_owned(),
+                        "per file".to_owned(),
+                    ),
+                }
+            }
+        };
+        let mut d = self.part_data(reason, self.inline_field());
+        d.constraint = Some(constraint);
+        d.limit = Some(Amount::Bytes(limit));
+        d.actual = Some(Amount::Bytes(size));
+        d.actual_is_lower_bound = !exact;
+        let msg = format!(
+            "part {} {}is {}{}; this agent accepts at most {} {}",
+            self.part.index,
+            self.describe_part(),
+            if exact { "" } else { "at least " },
+            human_bytes(size),
+            human_bytes(limit),
+            per
+        );
+        Violation::new(msg, d)
+    }
+
+    /// Everything that can be decided about the current part with what is known now.
+    fn check_part(&mut self, part_end: bool) -> Res {
+        if !self.in_part {
+            return Ok(());
+        }
+        // Declared types against the accepted modes.
+        for slot in 0..2 {
+            if self.part.mode_checked[slot] {
+                continue;
+            }
+            if let Some(t) = self.part.types[slot].clone() {
+                self.part.mode_checked[slot] = true;
+                if !self.policy.accepts(&t) {
+                    let key = if slot == 0 {
+                        Key::MediaType
+                    } else {
+                        Key::MimeType
+                    };
+                    return Err(self.media_type_violation(&t, Some(key), false));
+                }
+            }
+        }
+        match self.part.content {
+            Content::Inline { ended, size, .. } => {
+                let (size, exact) = if ended {
+                    (size, true)
+                } else {
+                    (self.b64.decoded_lower_bound(), false)
+                };
+                // Once the run has ended its size is in the total, checked at that moment.
+                self.check_sizes(size, exact, part_end, !ended)?;
+                self.check_sniff()?;
+                self.check_dims(part_end)?;
+                if part_end && !self.has_specific_type() {
+                    if let Some(f) = self.probe_sniffed() {
+                        if !self.policy.accepts(f.media_type()) {
+                            return Err(self.media_type_violation(f.media_type(), None, true));
+                        }
+                    }
+                }
+            }
+            Content::Reference | Content::Text | Content::None => {}
+        }
+        Ok(())
+    }
+
+    fn check_sniff(&mut self) -> Res {
+        if self.policy.options.sniff == SniffMode::Off || !self.probe.sniff_ready {
+            return Ok(());
+        }
+        let sniffed = self.probe.sniffed;
+        let mut mismatch = None;
+        for (slot, t) in self.declared() {
+            if t == "application/octet-stream" {
+                continue;
+            }
+            let claimed = Format::from_media_type(t);
+            let bad = match claimed {
+                Some(f) => sniffed != Some(f),
+                None => sniffed.is_some(),
+            };
+            if bad {
+                mismatch = Some((slot, t.to_owned()));
+                break;
+            }
+        }
+        let Some((slot, declared)) = mismatch else {
+            return Ok(());
+        };
+        if self.policy.options.sniff == SniffMode::Warn {
+            if !self.part.sniff_warned && self.summary.sniff_warnings.len() < MAX_SNIFF_WARNINGS {
+                self.summary.sniff_warnings.push(SniffWarning {
+                    part_index: self.part.index,
+                    declared,
+                    detected: sniffed.map(Format::media_type),
+                });
+            }
+            self.part.sniff_warned = true;
+            return Ok(());
+        }
+        let mut d = self.part_data(
+            Reason::SniffMismatch,
+            Some(if slot == 0 {
+                Key::MediaType
+            } else {
+                Key::MimeType
+            }),
+        );
+        d.media_type = Some(declared.clone());
+        let what = match sniffed {
+            Some(f) => format!("its content is {}", f.media_type()),
+            None => match Format::from_media_type(&declared) {
+                Some(_) => format!("its content does not start like {declared}"),
+                None => "its content is of another type".to_owned(),
+            },
+        };
+        let msg = format!(
+            "part {} {}declares {}, but {}; the declared type must match the content",
+            self.part.index,
+            self.describe_part(),
+            declared,
+            what
+        );
+        Err(Violation::new(msg, d))
+    }
+
+    fn check_dims(&self, part_end: bool) -> Res {
+        let mut types: [Option<&str>; 3] = [None; 3];
+        for (i, t) in self.declared() {
+            types[i] = Some(t);
+        }
+        if part_end && !self.has_specific_type() {
+            types[2] = self.probe_sniffed().map(Format::media_type);
+        }
+        for t in types.into_iter().flatten() {
+            let Some(rule) = self.policy.rule_for(t) else {
+                continue;
+            };
+            let Some(max) = rule.max_dims else { continue };
+            let constraint = format!(
+                "files.perMimeType[{}].maxDimensions",
+                Value::String(rule.key.clone())
+            );
+            match self.probe.dims {
+                Dims::Pending => {}
+                Dims::Found { width, height } => {
+                    if width > max.width || height > max.height {
+                        let mut d = self.part_data(Reason::Dimensions, self.inline_field());
+                        d.constraint = Some(constraint);
+                        d.limit = Some(Amount::Dims {
+                            width: max.width,
+                            height: max.height,
+                        });
+                        d.actual = Some(Amount::Dims { width, height });
+                        let msg = format!(
+                            "part {} {}is {}x{} pixels; this agent accepts at most {}x{} for {}",
+                            self.part.index,
+                            self.describe_part(),
+                            width,
+                            height,
+                            max.width,
+                            max.height,
+                            t
+                        );
+                        return Err(Violation::new(msg, d));
+                    }
+                }
+                Dims::Unknown(_) => {
+                    if self.policy.options.unknown_dimensions == UnknownDimensions::Reject {
+                        let mut d = self.part_data(Reason::DimensionsUnknown, self.inline_field());
+                        d.constraint = Some(constraint);
+                        d.limit = Some(Amount::Dims {
+                            width: max.width,
+                            height: max.height,
+                        });
+                        let msg = format!(
+                            "the dimensions of part {} {}could not be read within its first {}; this agent limits {} to {}x{} pixels, so the file is refused",
+                            self.part.index,
+                            self.describe_part(),
+                            human_bytes(self.policy.options.dimension_probe_bytes),
+                            t,
+                            max.width,
+                            max.height
+                        );
+                        return Err(Violation::new(msg, d));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn media_type_violation(&self, t: &str, key: Option<Key>, sniffed: bool) -> Violation {
+        let mut d = self.part_data(Reason::MediaType, key.or(self.inline_field()));
+        d.constraint = Some("defaultInputModes".into());
+        d.media_type = Some(t.to_owned());
+        let accepted = self
+            .policy
+            .accepted
+            .as_deref()
+            .unwrap_or_default()
+            .join(", ");
+        let msg = if sniffed {
+            format!(
+                "part {} {}is {} (by its content), which this agent does not accept (accepted: {})",
+                self.part.index,
+                self.describe_part(),
+                t,
+                accepted
+            )
+        } else {
+            format!(
+                "part {} declares media type {}, which this agent does not accept (accepted: {})",
+                self.part.index, t, accepted
+            )
+        };
+        Violation::new(msg, d)
+    }
+
+    // ---- text -------------------------------------------------------------------------------
+
+    fn text_run(&mut self, s: &[u8]) -> Res {
+        // Count scalar values: every byte that is not a UTF-8 continuation byte.
+        let starts = s.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        self.text_chars += starts;
+        self.text_append(s);
+        self.check_text_length()
+    }
+
+    fn text_append(&mut self, s: &[u8]) {
+        self.text_bytes += s.len() as u64;
+        if self.policy.max_tokens.is_some() && !self.text_overflow {
+            if self.text_buf.len() as u64 + s.len() as u64 > self.policy.options.token_buffer_bytes
+            {
+                self.text_overflow = true;
+                self.text_buf = Vec::new();
+            } else {
+                self.text_buf.extend_from_slice(s);
+            }
+        }
+    }
+
+    fn check_text_length(&self) -> Res {
+        if let Some(max) = self.policy.max_chars {
+            if self.text_chars > max {
+                return Err(self.text_length_violation(max, false));
+            }
+        }
+        Ok(())
+    }
+
+    fn text_length_violation(&self, max: u64, exact: bool) -> Violation {
+        let mut d = self.part_data(Reason::TextLength, Some(Key::Text));
+        d.constraint = Some("text.maxCharacters".into());
+        d.limit = Some(Amount::Chars(max));
+        d.actual = Some(Amount::Chars(self.text_chars));
+        d.actual_is_lower_bound = !exact;
+        let msg = format!(
+            "text part {} has {}{} characters; this agent accepts at most {} characters per text part",
+            self.part.index,
+            if exact { "" } else { "at least " },
+            self.text_chars,
+            max
+        );
+        Violation::new(msg, d)
+    }
+
+    fn end_text(&mut self) -> Res {
+        self.summary.text_chars += self.text_chars;
+        let (Some(max), Some(tok)) = (self.policy.max_tokens, self.policy.tokenizer) else {
+            return Ok(());
+        };
+        // Every token is at least one byte.
+        if self.text_bytes <= max {
+            return Ok(());
+        }
+        let mut d = self.part_data(Reason::TextTokens, Some(Key::Text));
+        d.constraint = Some("text.maxTokens".into());
+        d.limit = Some(Amount::Tokens(max));
+        if self.text_overflow {
+            let msg = format!(
+                "text part {} is too long to count its {} tokens ({}); this agent accepts at most {} tokens per text part",
+                self.part.index,
+                tok.name(),
+                human_bytes(self.text_bytes),
+                max
+            );
+            return Err(Violation::new(msg, d));
+        }
+        let text = std::str::from_utf8(&self.text_buf).unwrap_or("");
+        let result = tok.count_within(text, max);
+        self.text_buf.clear();
+        if result.is_err() {
+            d.actual = Some(Amount::Tokens(max + 1));
+            d.actual_is_lower_bound = true;
+            let msg = format!(
+                "text part {} has more than {} tokens ({}); this agent accepts at most {} tokens per text part",
+                self.part.index,
+                max,
+                tok.name(),
+                max
+            );
+            return Err(Violation::new(msg, d));
+        }
+        Ok(())
+    }
+
+    // ---- violations -------------------------------------------------------------------------
+
+    fn message_path(&self) -> &'static str {
+        match self.shape {
+            BodyShape::JsonRpc => "params.message",
+            BodyShape::Rest => "message",
+        }
+    }
+
+    fn part_path(&self) -> String {
+        format!(
+            "{}.{}[{}]",
+            self.message_path(),
+            self.part.array.as_str(),
+            self.part.index
+        )
+    }
+
+    fn field_path(&self, key: Key) -> String {
+        let in_file = matches!(
+            key,
+            Key::Bytes
+                | Key::Uri
+                | Key::FileWithBytes
+                | Key::FileWithUri
+                | Key::MimeType
+                | Key::Name
+        );
+        if in_file {
+            format!("{}.file.{}", self.part_path(), key.json_name())
+        } else {
+            format!("{}.{}", self.part_path(), key.json_name())
+        }
+    }
+
+    fn inline_field(&self) -> Option<Key> {
+        match self.part.content {
+            Content::Inline { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+
+    fn part_data(&self, reason: Reason, field: Option<Key>) -> ViolationData {
+        let mut d = ViolationData::new(reason);
+        d.part_index = Some(self.part.index);
+        d.filename = self.part.filename.clone();
+        d.media_type = self.declared().map(|(_, t)| t.to_owned()).next();
+        d.field = Some(match field {
+            Some(k) => self.field_path(k),
+            None => self.part_path(),
+        });
+        d
+    }
+
+    /// "(photo.png, image/png) " or "".
+    fn describe_part(&self) -> String {
+        let mut bits: Vec<&str> = Vec::new();
+        if let Some(f) = &self.part.filename {
+            bits.push(f);
+        }
+        if let Some((_, t)) = self.declared().next() {
+            bits.push(t);
+        }
+        if bits.is_empty() {
+            String::new()
+        } else {
+            format!("({}) ", bits.join(", "))
+        }
+    }
+
+    fn bad_base64(&self) -> Violation {
+        let field = self.inline_field();
+        let mut d = self.part_data(Reason::BadBase64, field);
+        d.offset = Some(self.b64.chars());
+        let name = field.map_or("raw", Key::json_name);
+        let msg = format!(
+            "part {} {}: `{}` is not valid base64 (near character {}); use the standard or URL-safe alphabet, padding only at the end",
+            self.part.index,
+            self.describe_part().trim_end(),
+            name,
+            self.b64.chars()
+        );
+        Violation::new(msg.replace(" : ", ": "), d)
+    }
+
+    fn duplicate_key(&self, key: Key, i: usize) -> Violation {
+        let (mut d, where_) = match self.ctx_at(self.depth) {
+            Ctx::Part | Ctx::File => (
+                self.part_data(Reason::DuplicateKey, Some(key)),
+                format!("part {}", self.part.index),
+            ),
+            Ctx::Root => (
+                ViolationData::new(Reason::DuplicateKey),
+                "the request".to_owned(),
+            ),
+            Ctx::Params => (
+                ViolationData::new(Reason::DuplicateKey),
+                "params".to_owned(),
+            ),
+            _ => (
+                ViolationData::new(Reason::DuplicateKey),
+                "the message".to_owned(),
+            ),
+        };
+        d.offset = Some(self.at(i));
+        let alias = key
+            .proto_alias()
+            .map(|a| {
+                format!(
+                    " (\"{}\" and \"{}\" are the same field)",
+                    key.json_name(),
+                    a
+                )
+            })
+            .unwrap_or_default();
+        let msg = format!(
+            "{} has the key \"{}\" twice{}; the agent and the gateway could read different values",
+            where_,
+            key.json_name(),
+            alias
+        );
+        Violation::new(msg, d)
+    }
+
+    fn ambiguous(&self, ctx: Ctx, seen: u32, key: Key) -> Violation {
+        let first = [
+            Key::Text,
+            Key::Raw,
+            Key::Url,
+            Key::Data,
+            Key::File,
+            Key::Bytes,
+            Key::Uri,
+            Key::FileWithBytes,
+            Key::FileWithUri,
+        ]
+        .into_iter()
+        .find(|k| seen & k.bit() != 0)
+        .map_or("another content field", Key::json_name);
+        let d = self.part_data(Reason::AmbiguousPart, Some(key));
+        let what = if ctx == Ctx::File {
+            "a file object"
+        } else {
+            "a part"
+        };
+        let msg = format!(
+            "part {} has both \"{}\" and \"{}\"; {} holds exactly one content field",
+            self.part.index,
+            first,
+            key.json_name(),
+            what
+        );
+        Violation::new(msg, d)
+    }
+
+    fn parse_error(&self, offset: u64, what: &str) -> Violation {
+        let mut d = ViolationData::new(Reason::ParseError);
+        d.offset = Some(offset);
+        Violation::new(format!("invalid JSON at byte {offset}: {what}"), d)
+    }
+}
+
+fn is_ws(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+}
+
+fn utf8_width(lead: u8) -> usize {
+    match lead {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    }
+}
