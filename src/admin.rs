@@ -162,6 +162,7 @@ fn agent_json(entry: &AgentEntry) -> Value {
         "last_attempt": unix(entry.health.last_attempt),
         "last_success": unix(entry.health.last_success),
         "last_error": entry.health.last_error,
+        "validation_errors": entry.health.validation_errors,
         "consecutive_failures": entry.health.consecutive_failures,
     })
 }

@@ -137,6 +137,12 @@ pub struct Timeouts {
     pub stream_idle: Duration,
 }
 
+impl Default for Timeouts {
+    fn default() -> Self {
+        DEFAULT_TIMEOUTS
+    }
+}
+
 /// Which checks run for an agent. All on by default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]

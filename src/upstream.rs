@@ -218,3 +218,22 @@ pub async fn get(
         ))),
     }
 }
+
+/// `get` for command-line use: its own small runtime and connector, default timeouts.
+pub fn get_blocking(url: &str, max_bytes: u64) -> Result<GetResponse, GetError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            GetError::Upstream(UpstreamError::new(
+                UpstreamErrorKind::Protocol,
+                e.to_string(),
+            ))
+        })?;
+    runtime.block_on(get(
+        &Connector::new(None),
+        url,
+        &Timeouts::default(),
+        max_bytes,
+    ))
+}

@@ -1,5 +1,6 @@
 //! Everything about agent cards. No sockets here: callers hand in JSON.
 
+pub mod capabilities;
 pub mod constraints;
 pub mod policy;
 pub mod rewrite;

@@ -122,7 +122,7 @@ impl RouteTable {
 
     /// The gateway-relative path (under `/agents/{id}`) for an upstream URL whose origin
     /// the table already routes.
-    fn known_gateway_path(&self, url: &ParsedUrl) -> Option<String> {
+    pub fn known_gateway_path(&self, url: &ParsedUrl) -> Option<String> {
         let own = &self.routes[0];
         if url.origin == own.origin {
             if let Some(rest) = strip_path_prefix(&url.path, &own.base_path) {

@@ -40,13 +40,17 @@ fn valid_host(host: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
 }
 
-/// Answer a GET/HEAD for the card. Returns the status written.
-pub async fn serve(session: &mut Session, snapshot: &Snapshot, entry: &AgentEntry) -> Result<u16> {
+/// Answer a GET/HEAD for the card. Returns the status and body bytes written.
+pub async fn serve(
+    session: &mut Session,
+    snapshot: &Snapshot,
+    entry: &AgentEntry,
+) -> Result<(u16, u64)> {
     let method = &session.req_header().method;
     if method != http::Method::GET && method != http::Method::HEAD {
         let e = HttpError::new(405, "the agent card is read with GET");
         reply::error(session, &e, false).await?;
-        return Ok(405);
+        return Ok((405, 0));
     }
     let card = match entry.usable_card() {
         Ok(card) => card,
@@ -57,7 +61,7 @@ pub async fn serve(session: &mut Session, snapshot: &Snapshot, entry: &AgentEntr
             )
             .retry_after(entry.config.retry_interval.as_secs().max(1));
             reply::error(session, &e, false).await?;
-            return Ok(503);
+            return Ok((503, 0));
         }
     };
     let base = public_base(snapshot, session);
@@ -86,8 +90,9 @@ pub async fn serve(session: &mut Session, snapshot: &Snapshot, entry: &AgentEntr
         session
             .write_response_header(Box::new(header), true)
             .await?;
-        return Ok(304);
+        return Ok((304, 0));
     }
+    let len = rendered.body.len() as u64;
     reply::bytes(
         session,
         200,
@@ -97,5 +102,5 @@ pub async fn serve(session: &mut Session, snapshot: &Snapshot, entry: &AgentEntr
         false,
     )
     .await?;
-    Ok(200)
+    Ok((200, len))
 }

@@ -215,7 +215,8 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
 
     if route::is_card_path(target.rest) {
         ctx.method = "GetCard";
-        let status = card::serve(session, &snapshot, &entry).await?;
+        let (status, bytes_out) = card::serve(session, &snapshot, &entry).await?;
+        ctx.bytes_out = bytes_out;
         ctx.finish(
             status,
             if status < 400 {

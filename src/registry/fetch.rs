@@ -15,6 +15,8 @@ use crate::upstream::{self, GetError};
 pub struct FetchFailure {
     pub label: &'static str,
     pub message: String,
+    /// For an invalid card: each error with its field path.
+    pub validation_errors: Vec<crate::card::FieldIssue>,
 }
 
 impl FetchFailure {
@@ -22,6 +24,7 @@ impl FetchFailure {
         Self {
             label,
             message: message.into(),
+            validation_errors: Vec::new(),
         }
     }
 }
@@ -86,10 +89,12 @@ pub async fn fetch_card_state(
             .card_validation_failures
             .with_label_values(&[&entry.config.id])
             .inc();
-        return Err(FetchFailure::new(
+        let mut failure = FetchFailure::new(
             "invalid_card",
             format!("{url}: the card is invalid: {}", errors.join("; ")),
-        ));
+        );
+        failure.validation_errors = report.errors;
+        return Err(failure);
     }
     let warnings = report.warnings.iter().map(|w| w.to_string()).collect();
     let (mut state, warnings) = build_card_state(
@@ -139,6 +144,7 @@ pub async fn refresh_entry(
                     last_success: Some(now),
                     last_error: None,
                     consecutive_failures: 0,
+                    validation_errors: Vec::new(),
                     // Refresh before the TTL runs out, so a fresh card is always in service.
                     next_fetch: Some(Instant::now() + entry.config.card_ttl.mul_f64(0.8)),
                 },
@@ -160,6 +166,7 @@ pub async fn refresh_entry(
                     last_success: entry.health.last_success,
                     last_error: Some(failure.message),
                     consecutive_failures: entry.health.consecutive_failures + 1,
+                    validation_errors: failure.validation_errors,
                     next_fetch: Some(Instant::now() + entry.config.retry_interval),
                 },
             }

@@ -40,6 +40,8 @@ pub struct FetchHealth {
     /// Why the last attempt failed; `None` after a success.
     pub last_error: Option<String>,
     pub consecutive_failures: u32,
+    /// Every error of the last fetched card that failed validation, with its field path.
+    pub validation_errors: Vec<crate::card::FieldIssue>,
     /// When the next fetch is due.
     pub next_fetch: Option<Instant>,
 }

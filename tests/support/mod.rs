@@ -354,6 +354,8 @@ pub enum StubMode {
     CardThenHang,
     /// Accept, read, never answer.
     Hang,
+    /// Answer every request with 200 and the JSON body the test currently holds.
+    Shared(Arc<std::sync::Mutex<Vec<u8>>>),
 }
 
 /// A tiny HTTP/1.1 server for upstream failure cases; counts connections and bytes.
@@ -421,6 +423,7 @@ fn serve_stub(stream: TcpStream, mode: StubMode, bytes: Arc<AtomicUsize>) {
         let path = request_line.split(' ').nth(1).unwrap_or("").to_string();
         let (status, ctype, body) = match &mode {
             StubMode::Fixed(s, t, b) => (*s, *t, b.clone()),
+            StubMode::Shared(body) => (200, "application/json", body.lock().unwrap().clone()),
             StubMode::CardThenHang if path.ends_with("/.well-known/agent-card.json") => {
                 let own = out.local_addr().unwrap();
                 (

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# End-to-end benchmark on loopback, all in one run:
+#   direct   client → bench agent
+#   cardgate client → cardgate (enforcing the agent's card limits) → bench agent
+#   nginx    client → nginx (plain reverse proxy, request buffering off) → bench agent
+# for (a) small SendMessage requests at fixed concurrency (requests/s, p50, p99) and
+#     (b) ~20 MB inline-file uploads (MB/s).
+# The bench agent (examples/bench_agent.rs) reads every body in full before answering.
+#
+# Needs: wrk, nginx (Debian packages). Tunables: DURATION (10s), SMALL_CONNS (32),
+# UPLOAD_CONNS (2). Prints a table and the ratios against nginx.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+SMALL_CONNS=${SMALL_CONNS:-32}
+UPLOAD_CONNS=${UPLOAD_CONNS:-2}
+for tool in wrk nginx; do
+  command -v $tool >/dev/null || { echo "e2e: $tool not found (apt-get install wrk nginx-light)" >&2; exit 2; }
+done
+
+scripts/setup --no-python
+cargo build --release --quiet --bin cardgate --example bench_agent
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+AGENT=$(port); GW=$(port); ADMIN=$(port); NGX=$(port)
+
+python3 - "$work" <<'PY'
+import base64, json, os, sys
+d = sys.argv[1]
+small = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+    "messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "Summarize the attached notes, please."}]}}}
+open(os.path.join(d, "small.json"), "w").write(json.dumps(small))
+blob = base64.b64encode(os.urandom(15 * 1024 * 1024)).decode()
+upload = {"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+    "messageId": "m2", "role": "ROLE_USER",
+    "parts": [{"text": "here"}, {"raw": blob, "mediaType": "application/octet-stream", "filename": "blob.bin"}]}}}
+open(os.path.join(d, "upload.json"), "w").write(json.dumps(upload))
+PY
+UPLOAD_BYTES=$(stat -c %s "$work/upload.json")
+
+cat > "$work/post.lua" <<'LUA'
+local f = io.open(os.getenv("BODY"), "rb"); wrk.body = f:read("*a"); f:close()
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["A2A-Version"] = "1.0"
+LUA
+
+target/release/examples/bench_agent "$AGENT" & pids+=($!)
+cat > "$work/gateway.yaml" <<YAML
+listen: 127.0.0.1:$GW
+admin_listen: 127.0.0.1:$ADMIN
+log: {level: warn}
+agents:
+  - id: bench
+    upstream: http://127.0.0.1:$AGENT
+YAML
+target/release/cardgate run --config "$work/gateway.yaml" 2>"$work/cardgate.log" & pids+=($!)
+cat > "$work/nginx.conf" <<NGINX
+worker_processes 2;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx-body;
+  proxy_temp_path $work/nginx-proxy;
+  upstream agent { server 127.0.0.1:$AGENT; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NGX;
+    client_max_body_size 100m;
+    location / {
+      proxy_pass http://agent;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_request_buffering off;
+      proxy_buffering off;
+    }
+  }
+}
+NGINX
+nginx -c "$work/nginx.conf" -g 'daemon off;' & pids+=($!)
+
+for i in $(seq 100); do
+  curl -sf "http://127.0.0.1:$GW/agents/bench/.well-known/agent-card.json" >/dev/null 2>&1 \
+    && curl -sf "http://127.0.0.1:$NGX/.well-known/agent-card.json" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+run() { # name url body conns
+  local out
+  out=$(BODY="$3" wrk -t1 -c"$4" -d"$DURATION" --latency -s "$work/post.lua" "$2")
+  if grep -q "Non-2xx" <<<"$out"; then echo "e2e: $1 answered non-2xx:" >&2; echo "$out" >&2; exit 1; fi
+  local rps p50 p99
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  echo "$1 $rps $p50 $p99"
+}
+
+declare -A SMALL UP
+echo "small SendMessage, $SMALL_CONNS connections, $DURATION each; uploads of $UPLOAD_BYTES bytes, $UPLOAD_CONNS connections"
+printf '%-10s %14s %10s %10s %14s\n' target "small req/s" p50 p99 "upload MB/s"
+for t in direct cardgate nginx; do
+  case $t in
+    direct) url="http://127.0.0.1:$AGENT/" ;;
+    cardgate) url="http://127.0.0.1:$GW/agents/bench/" ;;
+    nginx) url="http://127.0.0.1:$NGX/" ;;
+  esac
+  read -r _ rps p50 p99 < <(run "$t" "$url" "$work/small.json" "$SMALL_CONNS")
+  read -r _ urps _ _ < <(run "$t" "$url" "$work/upload.json" "$UPLOAD_CONNS")
+  mbps=$(python3 -c "print(f'{$urps * $UPLOAD_BYTES / 1e6:.1f}')")
+  SMALL[$t]=$rps; UP[$t]=$mbps
+  printf '%-10s %14s %10s %10s %14s\n' "$t" "$rps" "$p50" "$p99" "$mbps"
+done
+python3 - "${SMALL[cardgate]}" "${SMALL[nginx]}" "${UP[cardgate]}" "${UP[nginx]}" "${SMALL[direct]}" "${UP[direct]}" <<'PY'
+import sys
+gs, ns, gu, nu, ds, du = map(float, sys.argv[1:])
+print(f"cardgate/nginx: small requests {gs/ns:.2f}x, uploads {gu/nu:.2f}x")
+print(f"cardgate/direct: small requests {gs/ds:.2f}x, uploads {gu/du:.2f}x")
+PY
