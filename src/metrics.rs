@@ -155,6 +155,23 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// Create an agent's series at zero, so dashboards and alerts see them before the first
+    /// event (the prometheus crate omits a metric until it has a series).
+    pub fn register_agent(&self, agent: &str) {
+        for reason in crate::scan::Reason::ALL {
+            self.rejections.with_label_values(&[agent, reason.as_str()]);
+        }
+        for reason in ["body_timeout", "memory_budget"] {
+            self.rejections.with_label_values(&[agent, reason]);
+        }
+        self.scanned_bytes.with_label_values(&[agent]);
+        self.scan_duration.with_label_values(&[agent]);
+        self.request_body_bytes.with_label_values(&[agent]);
+        self.card_validation_failures.with_label_values(&[agent]);
+    }
+}
+
 /// The process-wide metrics.
 pub fn metrics() -> &'static Metrics {
     static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);

@@ -387,7 +387,7 @@ fn messages_name_the_expectation_and_the_actual_value() {
 }
 
 #[test]
-fn hybrid_preview_lists_the_v1_0_interfaces_and_the_raw_constraints() {
+fn hybrid_preview_lists_the_v1_0_interfaces_and_the_effective_constraints() {
     let report = report("hybrid_sdk_constraints.json");
     let preview = report.preview.expect("valid card has a preview");
     assert_eq!(preview.name, "Vision");
@@ -423,9 +423,10 @@ fn hybrid_preview_lists_the_v1_0_interfaces_and_the_raw_constraints() {
         ]
     );
     assert_eq!(preview.skills_count, 1);
+    // The SDK writes 4.0 and 20000.0; the preview shows the limits as enforced.
     let constraints = preview.input_constraints.expect("extension params");
-    assert_eq!(constraints["files"]["maxCountPerRequest"], json!(4.0));
-    assert_eq!(constraints["text"]["maxCharacters"], json!(20000.0));
+    assert_eq!(constraints["files"]["maxCountPerRequest"], json!(4));
+    assert_eq!(constraints["text"]["maxCharacters"], json!(20000));
 }
 
 #[test]

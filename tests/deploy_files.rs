@@ -117,10 +117,7 @@ fn every_deploy_file_parses() {
 /// Registered by the gateway but sampled only once body enforcement (scanning) runs; until
 /// then they are looked up in the gateway library's own registry instead of the live
 /// /metrics. Empty this list when enforcement lands.
-const SAMPLED_ONLY_WITH_ENFORCEMENT: &[&str] = &[
-    "cardgate_scanned_bytes_total",
-    "cardgate_scan_duration_seconds",
-];
+const SAMPLED_ONLY_WITH_ENFORCEMENT: &[&str] = &[];
 
 /// Labels Prometheus adds at scrape time (and the k8s example's relabelling).
 const TARGET_LABELS: &[&str] = &["instance", "job", "namespace", "pod"];

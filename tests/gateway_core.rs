@@ -429,7 +429,7 @@ fn bad_upstreams_get_documented_answers_and_others_keep_working() {
     // An agent that hangs on requests: 504 after timeouts.total.
     let r = post_json(
         &gw.url("/agents/slow/"),
-        &[],
+        &[("a2a-version", "1.0")],
         &json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask"}),
     );
     assert_eq!(r.status, 504, "{}", r.text());

@@ -168,7 +168,8 @@ fn file_size_from_base64_length_early_and_exact() {
     );
     let v = reject(
         &p,
-        &rpc(json!([{"raw": b64(&[1u8; 101]), "filename": "a.bin"}])),
+        // filename first: the violation is reported before the part ends.
+        &rpc(json!([{"filename": "a.bin", "raw": b64(&[1u8; 101])}])),
     );
     assert_eq!(v.data.reason, Reason::FileSize);
     assert_eq!(
@@ -386,8 +387,8 @@ fn unknown_dimensions_fail_closed_unless_allowed() {
         &rpc(json!([{"raw": b64(&jpeg(10, 10, 50_000)), "mediaType": "image/jpeg"}])),
     );
     assert_eq!(v.data.reason, Reason::DimensionsUnknown);
-    // Early: decided long before the string ends.
-    let body = rpc(json!([{"raw": b64(&jpeg(10, 10, 50_000)), "mediaType": "image/jpeg"}]));
+    // Early: decided long before the string ends (the type is declared first).
+    let body = rpc(json!([{"mediaType": "image/jpeg", "raw": b64(&jpeg(10, 10, 50_000))}]));
     let mut s = Scanner::new(p.clone(), BodyShape::JsonRpc);
     assert!(s.feed(&body[..20_000]).is_err());
     let allow = policy_with(

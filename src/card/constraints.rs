@@ -88,6 +88,41 @@ impl InputConstraints {
         }
     }
 
+    /// Write these limits into `card` as the extension's params, adding the extension when
+    /// the card has none, so the served card advertises what the gateway enforces.
+    pub fn advertise_in(&self, card: &mut Value) {
+        let Some(obj) = card.as_object_mut() else {
+            return;
+        };
+        let caps = obj
+            .entry("capabilities")
+            .or_insert_with(|| Value::Object(Default::default()));
+        let Some(caps) = caps.as_object_mut() else {
+            return;
+        };
+        let exts = caps
+            .entry("extensions")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Some(exts) = exts.as_array_mut() else {
+            return;
+        };
+        let params = self.to_json();
+        match exts
+            .iter_mut()
+            .find(|e| e.get("uri").and_then(Value::as_str) == Some(INPUT_CONSTRAINTS_URI))
+        {
+            Some(Value::Object(ext)) => {
+                ext.insert("params".into(), params);
+            }
+            _ => exts.push(serde_json::json!({
+                "uri": INPUT_CONSTRAINTS_URI,
+                "description": "Input limits, enforced by the gateway",
+                "required": false,
+                "params": params,
+            })),
+        }
+    }
+
     /// Field-by-field stricter (smaller) of the two. A per-MIME entry present in either side is
     /// kept (matched case-insensitively). Token limits counted with different tokenizers cannot
     /// be compared, so `other` (the operator's side in `compile`) wins then.

@@ -102,10 +102,11 @@ pub fn validate(card: &Value) -> Report {
     let spec_version = version::detect(card);
     let mut checker = Checker::new(spec_version);
     checker.card(card);
-    // Extension params have their own parsers; their issues are appended here, e.g.
-    //     if let Some((params, path)) = &checker.input_constraints {
-    //         checker.errors.extend(InputConstraints::parse(params, path).1);
-    //     }
+    if let Some((params, path)) = &checker.input_constraints {
+        checker
+            .errors
+            .extend(crate::card::constraints::InputConstraints::parse(params, path).1);
+    }
     checker.finish(card)
 }
 
@@ -1393,7 +1394,12 @@ fn preview(
             .get("skills")
             .and_then(Value::as_array)
             .map_or(0, Vec::len),
-        input_constraints: input_constraints.map(|(params, _)| params.clone()),
+        // The limits as the gateway reads them (bad fields dropped, numbers normalized).
+        input_constraints: input_constraints.map(|(params, path)| {
+            crate::card::constraints::InputConstraints::parse(params, &path)
+                .0
+                .to_json()
+        }),
     }
 }
 

@@ -19,8 +19,11 @@ use pingora::proxy::Session;
 use pingora::upstreams::peer::HttpPeer;
 use serde_json::Value;
 
+use super::body::BodyError;
+use super::enforce::BodyScan;
 use crate::card::rewrite::{self, Route};
-use crate::config::AgentConfig;
+use crate::config::{AgentConfig, Timeouts};
+use crate::scan::Violation;
 use crate::upstream::{self, UpstreamError, UpstreamErrorKind};
 
 /// Request headers that describe one hop and are never forwarded.
@@ -43,11 +46,28 @@ pub struct Outbound<'a> {
     pub addr: Option<SocketAddr>,
     /// Upstream path with query.
     pub path: String,
-    pub body: Vec<Bytes>,
+    pub body: OutboundBody<'a>,
     /// Rewrite the card in the response (extended card calls).
     pub card_response: Option<CardResponse<'a>>,
     pub client_addr: Option<String>,
     pub max_card_bytes: u64,
+}
+
+/// The request body: already read (strict), or read, scanned and forwarded chunk by chunk
+/// (`body: stream`).
+pub enum OutboundBody<'a> {
+    Buffered(Vec<Bytes>),
+    Streamed(StreamedBody<'a>),
+}
+
+pub struct StreamedBody<'a> {
+    pub scan: &'a mut BodyScan,
+    pub limit: u64,
+    pub read_timeout: Duration,
+    /// Checks the JSON-RPC method as soon as the scanner has seen it.
+    pub check_method: &'a (dyn Fn(Option<&str>) -> Result<(), Violation> + Sync),
+    /// Body bytes read.
+    pub len: u64,
 }
 
 /// How to rewrite an extended card the agent returns.
@@ -73,12 +93,14 @@ pub enum ExchangeError {
     DuringResponse(UpstreamError, Exchanged),
     /// The client went away.
     Downstream(Box<pingora::Error>),
+    /// A streamed body broke a limit; the agent saw an aborted request.
+    Body(BodyError<Violation>),
 }
 
 pub async fn exchange(
     connector: &Connector,
     session: &mut Session,
-    out: Outbound<'_>,
+    mut out: Outbound<'_>,
 ) -> Result<Exchanged, ExchangeError> {
     let timeouts = out.agent.timeouts;
     let started = Instant::now();
@@ -91,30 +113,39 @@ pub async fn exchange(
     let peer = upstream::peer(addr, &out.route.origin, &timeouts);
     let request = upstream_request(session, &out)?;
 
-    // Up to the response header: within the total timeout. A pooled connection that turns
-    // out to be dead is retried once on another; the body is in memory, so this is safe.
-    let head = async {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = send_request(connector, &peer, &request, &out.body).await;
-            match result {
-                Ok(up) => return Ok(up),
-                Err((e, reused)) if reused && attempt < 3 && e.kind == UpstreamErrorKind::Reset => {
-                    continue
+    // Up to the response header: within the total timeout.
+    let mut up = match &mut out.body {
+        OutboundBody::Buffered(chunks) => {
+            // A pooled connection that turns out to be dead is retried on another; the body
+            // is in memory, so this is safe.
+            let head = async {
+                let mut attempt = 0;
+                loop {
+                    attempt += 1;
+                    match send_request(connector, &peer, &request, chunks, &timeouts).await {
+                        Ok(up) => return Ok(up),
+                        Err((e, reused))
+                            if reused && attempt < 3 && e.kind == UpstreamErrorKind::Reset =>
+                        {
+                            continue
+                        }
+                        Err((e, _)) => return Err(e),
+                    }
                 }
-                Err((e, _)) => return Err(e),
+            };
+            match tokio::time::timeout(timeouts.total, head).await {
+                Ok(Ok(up)) => up,
+                Ok(Err(e)) => return Err(ExchangeError::BeforeResponse(e)),
+                Err(_) => {
+                    return Err(ExchangeError::BeforeResponse(UpstreamError::timeout(
+                        "waiting for the agent's response",
+                        timeouts.total,
+                    )))
+                }
             }
         }
-    };
-    let mut up = match tokio::time::timeout(timeouts.total, head).await {
-        Ok(Ok(up)) => up,
-        Ok(Err(e)) => return Err(ExchangeError::BeforeResponse(e)),
-        Err(_) => {
-            return Err(ExchangeError::BeforeResponse(UpstreamError::timeout(
-                "waiting for the agent's response",
-                timeouts.total,
-            )))
+        OutboundBody::Streamed(body) => {
+            send_streamed(connector, &peer, &request, session, body, &timeouts).await?
         }
     };
     let upstream_time = started.elapsed();
@@ -217,11 +248,14 @@ async fn send_request(
     peer: &HttpPeer,
     request: &RequestHeader,
     body: &[Bytes],
+    timeouts: &Timeouts,
 ) -> Result<HttpSession, (UpstreamError, bool)> {
     let (mut up, reused) = connector
         .get_http_session(peer)
         .await
         .map_err(|e| (UpstreamError::from_pingora(&e), false))?;
+    // Pooled sessions keep the timeout of their last use; this request's applies.
+    up.set_read_timeout(Some(timeouts.read));
     let fail = |e: Box<pingora::Error>| (UpstreamError::from_pingora(&e), reused);
     up.write_request_header(Box::new(request.clone()))
         .await
@@ -241,6 +275,85 @@ async fn send_request(
             Some(h) if h.status.is_informational() => continue,
             _ => return Ok(up),
         }
+    }
+}
+
+/// `body: stream`: open the exchange, then read, scan and forward each chunk. On a
+/// violation the upstream session is dropped unfinished: the agent sees an aborted request.
+async fn send_streamed(
+    connector: &Connector,
+    peer: &HttpPeer,
+    request: &RequestHeader,
+    session: &mut Session,
+    body: &mut StreamedBody<'_>,
+    timeouts: &Timeouts,
+) -> Result<HttpSession, ExchangeError> {
+    let before =
+        |e: Box<pingora::Error>| ExchangeError::BeforeResponse(UpstreamError::from_pingora(&e));
+    let (mut up, _) = connector.get_http_session(peer).await.map_err(before)?;
+    up.set_read_timeout(Some(timeouts.read));
+    up.write_request_header(Box::new(request.clone()))
+        .await
+        .map_err(before)?;
+    let deadline = Instant::now() + body.read_timeout;
+    let mut method_checked = false;
+    loop {
+        let chunk =
+            match tokio::time::timeout_at(deadline.into(), session.read_request_body()).await {
+                Err(_) => {
+                    return Err(ExchangeError::Body(BodyError::Timeout {
+                        limit: body.read_timeout,
+                        read: body.len,
+                    }))
+                }
+                Ok(Err(e)) => return Err(ExchangeError::Body(BodyError::Client(e))),
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(chunk))) => chunk,
+            };
+        if chunk.is_empty() {
+            continue;
+        }
+        body.len += chunk.len() as u64;
+        if body.len > body.limit {
+            return Err(ExchangeError::Body(BodyError::TooLarge {
+                limit: body.limit,
+                read: body.len,
+            }));
+        }
+        body.scan
+            .feed(&chunk)
+            .map_err(|v| ExchangeError::Body(BodyError::Rejected(v)))?;
+        if !method_checked && body.scan.method().is_some() {
+            method_checked = true;
+            (body.check_method)(body.scan.method())
+                .map_err(|v| ExchangeError::Body(BodyError::Rejected(v)))?;
+        }
+        up.write_request_body(chunk, false).await.map_err(before)?;
+    }
+    body.scan
+        .finish(body.len)
+        .map_err(|v| ExchangeError::Body(BodyError::Rejected(v)))?;
+    if !method_checked {
+        (body.check_method)(body.scan.method())
+            .map_err(|v| ExchangeError::Body(BodyError::Rejected(v)))?;
+    }
+    up.finish_request_body().await.map_err(before)?;
+    let read_head = async {
+        loop {
+            up.read_response_header().await?;
+            match up.response_header() {
+                Some(h) if h.status.is_informational() => continue,
+                _ => return Ok(()),
+            }
+        }
+    };
+    match tokio::time::timeout(timeouts.total, read_head).await {
+        Ok(Ok(())) => Ok(up),
+        Ok(Err(e)) => Err(before(e)),
+        Err(_) => Err(ExchangeError::BeforeResponse(UpstreamError::timeout(
+            "waiting for the agent's response",
+            timeouts.total,
+        ))),
     }
 }
 

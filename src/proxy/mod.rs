@@ -4,6 +4,7 @@
 
 pub mod body;
 pub mod card;
+pub mod enforce;
 pub mod forward;
 pub mod reply;
 pub mod route;
@@ -18,10 +19,11 @@ use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorType, Result};
 use tracing::{info, warn};
 
+use crate::config::BodyMode;
 use crate::metrics::{metrics, status_class};
 use crate::registry::Registry;
 use body::{BodyError, InflightBudget};
-use forward::{CardResponse, ExchangeError, Outbound};
+use forward::{CardResponse, ExchangeError, Outbound, OutboundBody, StreamedBody};
 use reply::HttpError;
 
 /// The gateway's proxy service.
@@ -261,24 +263,17 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
     let http_method = session.req_header().method.as_str().to_string();
     ctx.method = route::method_label(None, &http_method, &upstream_path);
 
-    // The body: refused on its declared length, or read whole (strict).
-    let max_body = agent.max_body_bytes;
+    // 1. What the headers and path decide, before any body byte is read.
+    let wire = enforce::Wire::of(session, &card.caps, target.rest);
+    if let Err(v) = enforce::before_body(agent, &card.caps, &wire, session, ctx.method) {
+        let unread = !session.is_body_empty();
+        return rejected(gw, session, ctx, &wire, None, &v, unread).await;
+    }
+    let limit = card.body_limit;
     if let Some(declared) = content_length(session) {
-        if declared > max_body {
-            let e = HttpError::new(
-                413,
-                format!(
-                    "the request body is {declared} bytes; agent {:?} accepts at most {max_body}",
-                    agent.id
-                ),
-            );
-            ctx.finish(413, "rejected");
-            ctx.reason = Some("body_size");
-            metrics()
-                .rejections
-                .with_label_values(&[&agent.id, "body_size"])
-                .inc();
-            return reply::error(session, &e, true).await;
+        if declared > limit {
+            let v = enforce::body_too_large(agent, limit, declared, false);
+            return rejected(gw, session, ctx, &wire, None, &v, true).await;
         }
     }
     if expects_continue(session) {
@@ -287,32 +282,66 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
             .write_continue_response()
             .await?;
     }
-    let body = match body::read_strict(
-        session,
-        max_body,
-        agent.body_read_timeout,
-        &gw.budget,
-        |_| Ok::<(), ()>(()),
-    )
-    .await
-    {
-        Ok(body) => body,
-        Err(e) => return body_failed(gw, session, ctx, e).await,
-    };
-    ctx.bytes_in = body.len;
 
-    let card_response =
-        route::is_rest_extended_card(&http_method, &upstream_path).then(|| CardResponse {
+    // 2. The body through the scanner; 3. the JSON-RPC method once known.
+    let mut scan = enforce::BodyScan::new(agent, &card.policy.policy, &wire, &upstream_path);
+    let check_method = |method: Option<&str>| enforce::after_body(agent, &card.caps, method);
+    let mut reservation = None;
+    let body = match agent.body {
+        BodyMode::Strict => {
+            let read =
+                body::read_strict(session, limit, agent.body_read_timeout, &gw.budget, |c| {
+                    scan.feed(c)
+                })
+                .await;
+            let body = match read {
+                Ok(body) => body,
+                Err(e) => {
+                    record_scan(agent, &scan);
+                    return body_failed(gw, session, ctx, &wire, &scan, e).await;
+                }
+            };
+            ctx.bytes_in = body.len;
+            record_scan(agent, &scan);
+            match scan.finish(body.len).and_then(|summary| {
+                check_method(scan.method())?;
+                Ok(summary)
+            }) {
+                Ok(Some(summary)) => enforce::log_sniff_warnings(&agent.id, &summary),
+                Ok(None) => {}
+                Err(v) => {
+                    let id = scan.request_id().cloned();
+                    return rejected(gw, session, ctx, &wire, id.as_ref(), &v, false).await;
+                }
+            }
+            ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
+            reservation = Some(body.reservation);
+            OutboundBody::Buffered(body.chunks)
+        }
+        BodyMode::Stream => OutboundBody::Streamed(StreamedBody {
+            scan: &mut scan,
+            limit,
+            read_timeout: agent.body_read_timeout,
+            check_method: &check_method,
+            len: 0,
+        }),
+    };
+
+    let rpc_card = matches!(agent.body, BodyMode::Strict)
+        && matches!(ctx.method, "GetExtendedAgentCard")
+        && !wire.rest;
+    let card_response = (route::is_rest_extended_card(&http_method, &upstream_path) || rpc_card)
+        .then(|| CardResponse {
             routes: &card.routes,
             base: card::public_base(&snapshot, session),
-            in_rpc_result: false,
+            in_rpc_result: rpc_card,
         });
     let out = Outbound {
         agent,
         route: route_ref,
         addr: card.route_addrs.get(route_index).copied().flatten(),
-        path: upstream_path,
-        body: body.chunks,
+        path: upstream_path.clone(),
+        body,
         card_response,
         client_addr: session
             .client_addr()
@@ -322,7 +351,12 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
     };
     ctx.upstream = Some(route_ref.origin.authority());
     let result = forward::exchange(&gw.connector, session, out).await;
-    drop(body.reservation);
+    drop(reservation);
+    if agent.body == BodyMode::Stream {
+        ctx.bytes_in = scan.bytes_scanned();
+        record_scan(agent, &scan);
+        ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
+    }
     match result {
         Ok(done) => {
             ctx.upstream_time = Some(done.upstream_time);
@@ -366,21 +400,70 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
             ctx.finish(0, "client_abort");
             Err(e)
         }
+        Err(ExchangeError::Body(e)) => body_failed(gw, session, ctx, &wire, &scan, e).await,
     }
 }
 
-async fn body_failed<R>(
+fn record_scan(agent: &crate::config::AgentConfig, scan: &enforce::BodyScan) {
+    if scan.scanned() {
+        let m = metrics();
+        m.scanned_bytes
+            .with_label_values(&[&agent.id])
+            .inc_by(scan.bytes_scanned());
+        m.scan_duration
+            .with_label_values(&[&agent.id])
+            .observe(scan.time_spent().as_secs_f64());
+    }
+}
+
+/// Answer a policy violation in the client's shape, count it, and (when the body was not
+/// read to its end) linger so the client sees the answer.
+async fn rejected(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
-    e: BodyError<R>,
+    wire: &enforce::Wire,
+    id: Option<&serde_json::Value>,
+    v: &crate::scan::Violation,
+    unread: bool,
 ) -> Result<()> {
     let agent = ctx.agent.clone().unwrap_or_default();
+    metrics()
+        .rejections
+        .with_label_values(&[&agent, v.reason()])
+        .inc();
+    ctx.reason = Some(v.reason());
+    let status = enforce::reject(session, wire, id, v, unread).await?;
+    ctx.finish(status, "rejected");
+    if unread {
+        let limits = &gw.registry.load().config.limits;
+        body::linger(session, limits.linger_time, limits.linger_bytes).await;
+    }
+    Ok(())
+}
+
+async fn body_failed(
+    gw: &Gateway,
+    session: &mut Session,
+    ctx: &mut RequestCtx,
+    wire: &enforce::Wire,
+    scan: &enforce::BodyScan,
+    e: BodyError<crate::scan::Violation>,
+) -> Result<()> {
+    let agent_id = ctx.agent.clone().unwrap_or_default();
+    let id = scan.request_id().cloned();
     let (error, reason) = match e {
-        BodyError::TooLarge { limit, read } => (
-            HttpError::new(413, format!("the request body is at least {read} bytes; agent {agent:?} accepts at most {limit}")),
-            "body_size",
-        ),
+        BodyError::Rejected(v) => {
+            return rejected(gw, session, ctx, wire, id.as_ref(), &v, true).await
+        }
+        BodyError::TooLarge { limit, read } => {
+            let snapshot = gw.registry.load();
+            let Some(entry) = snapshot.agents.get(&agent_id) else {
+                return Ok(());
+            };
+            let v = enforce::body_too_large(&entry.config, limit, read, true);
+            return rejected(gw, session, ctx, wire, id.as_ref(), &v, true).await;
+        }
         BodyError::Timeout { limit, read } => (
             HttpError::new(
                 408,
@@ -392,10 +475,13 @@ async fn body_failed<R>(
             "body_timeout",
         ),
         BodyError::Budget => (
-            HttpError::new(503, "the gateway is holding too many request bodies in memory; retry shortly").retry_after(1),
+            HttpError::new(
+                503,
+                "the gateway is holding too many request bodies in memory; retry shortly",
+            )
+            .retry_after(1),
             "memory_budget",
         ),
-        BodyError::Rejected(_) => (HttpError::new(400, "the request body was rejected"), "policy"),
         BodyError::Client(e) => {
             ctx.finish(0, "client_abort");
             ctx.error = Some(e.to_string());
@@ -404,7 +490,7 @@ async fn body_failed<R>(
     };
     metrics()
         .rejections
-        .with_label_values(&[&agent, reason])
+        .with_label_values(&[&agent_id, reason])
         .inc();
     ctx.finish(error.status, "rejected");
     ctx.reason = Some(reason);

@@ -7,6 +7,7 @@ use serde_json::Value;
 use tracing::{info, warn};
 
 use super::{build_card_state, AgentEntry, CardState, FetchHealth};
+use crate::card::constraints::InputConstraints;
 use crate::metrics::metrics;
 use crate::upstream::{self, GetError};
 
@@ -83,7 +84,13 @@ pub async fn fetch_card_state(
 ) -> Result<(CardState, Vec<String>), FetchFailure> {
     let (url, card) = fetch_card_json(connector, entry, max_bytes).await?;
     let report = crate::card::validate::validate(&card);
-    if !report.valid {
+    // A malformed input-constraints field is an error for the card's author, but the card
+    // still serves: that field is ignored (and logged) when the policy is compiled.
+    let limit_issues = InputConstraints::from_card(&card)
+        .map(|(_, issues)| issues)
+        .unwrap_or_default();
+    let blocking = report.errors.iter().any(|e| !limit_issues.contains(e));
+    if blocking {
         let errors: Vec<String> = report.errors.iter().map(|e| e.to_string()).collect();
         metrics()
             .card_validation_failures

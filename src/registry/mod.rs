@@ -14,6 +14,8 @@ use std::time::{Duration, Instant, SystemTime};
 use arc_swap::ArcSwap;
 use serde_json::Value;
 
+use crate::card::capabilities::Capabilities;
+use crate::card::policy::{self, CompiledPolicy, PolicyOptions};
 use crate::card::rewrite::{self, CardTemplate, ParsedUrl, RouteTable};
 use crate::config::{AgentConfig, Config, SignaturePolicy, Upstream};
 
@@ -61,6 +63,12 @@ pub struct CardState {
     pub routes: RouteTable,
     /// Resolved address per route (same index); `None` when the name did not resolve.
     pub route_addrs: Vec<Option<SocketAddr>>,
+    /// Versions, bindings, required extensions, streaming and push, from the card.
+    pub caps: Capabilities,
+    /// The limits to enforce (card ∧ operator overrides), compiled for the scanner.
+    pub policy: CompiledPolicy,
+    /// Largest body accepted: `max_body_bytes`, or less when the policy caps file bytes.
+    pub body_limit: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -164,6 +172,38 @@ impl ParsedUrl {
     }
 }
 
+/// Room in a body for everything but inline file bytes (envelope, text, metadata) when the
+/// Content-Length cap is derived from the policy's file limits.
+const BODY_OVERHEAD_BYTES: u64 = 4 << 20;
+
+/// The largest body the policy can accept: base64 of the most file bytes it allows, plus
+/// room for the rest; never more than `max_body_bytes`.
+fn body_limit(agent: &AgentConfig, compiled: &CompiledPolicy) -> u64 {
+    let files = &compiled.effective.files;
+    let per_file = files.max_size_per_file_bytes.or_else(|| {
+        files
+            .per_mime_type
+            .iter()
+            .map(|(_, m)| m.max_size_bytes)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|sizes| sizes.into_iter().max())
+    });
+    let by_count = files
+        .max_count_per_request
+        .zip(per_file)
+        .map(|(count, size)| count.saturating_mul(size));
+    let file_bytes = match (files.max_total_size_bytes, by_count) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let derived = file_bytes.filter(|_| agent.enforce.files).map(|n| {
+        n.div_ceil(3)
+            .saturating_mul(4)
+            .saturating_add(BODY_OVERHEAD_BYTES)
+    });
+    derived.map_or(agent.max_body_bytes, |d| d.min(agent.max_body_bytes))
+}
+
 /// Build the servable state for a freshly fetched, validated card.
 pub fn build_card_state(
     agent: &AgentConfig,
@@ -174,6 +214,19 @@ pub fn build_card_state(
     spec_version: String,
     mut warnings: Vec<String>,
 ) -> (CardState, Vec<String>) {
+    let options = PolicyOptions {
+        enforce_files: agent.enforce.files,
+        enforce_media_types: agent.enforce.media_types,
+        enforce_text: agent.enforce.text,
+        scan: agent.scan.clone(),
+    };
+    let compiled = policy::compile(&card, agent.constraints.as_ref(), &options);
+    warnings.extend(
+        compiled
+            .issues
+            .iter()
+            .map(|i| format!("{i} (this limit is ignored)")),
+    );
     let table = RouteTable::new(upstream);
     let (template, routes) = match agent.signatures {
         SignaturePolicy::Passthrough => (
@@ -181,7 +234,13 @@ pub fn build_card_state(
             rewrite::routes_of(&card, table),
         ),
         SignaturePolicy::Drop => {
-            let out = rewrite::rewrite_card(&card, &agent.id, table, |_| {});
+            // The served card advertises what is enforced: with operator overrides, the
+            // effective limits replace (or add) the extension's params.
+            let out = rewrite::rewrite_card(&card, &agent.id, table, |served| {
+                if agent.constraints.is_some() {
+                    compiled.effective.advertise_in(served);
+                }
+            });
             if out.dropped_signatures {
                 warnings.push(
                     "the card's signatures were dropped: rewriting its URLs invalidates them (set `signatures: passthrough` to serve it unmodified)"
@@ -201,6 +260,7 @@ pub fn build_card_state(
         (None, false) => Some(RenderedCard::new(template.render(""))),
         (None, true) => None,
     };
+    let caps = Capabilities::from_card(&card, &routes);
     let state = CardState {
         fetched_at: SystemTime::now(),
         fetched_instant: Instant::now(),
@@ -212,6 +272,9 @@ pub fn build_card_state(
         prerendered,
         route_addrs: Vec::new(),
         routes,
+        caps,
+        body_limit: body_limit(agent, &compiled),
+        policy: compiled,
     };
     (state, warnings)
 }
@@ -243,6 +306,9 @@ impl Registry {
     /// Swap in a new config: unchanged agents keep their cards; new or changed agents start
     /// without one and are fetched at once.
     pub fn apply_config(&self, config: Config) {
+        for agent in &config.agents {
+            crate::metrics::metrics().register_agent(&agent.id);
+        }
         let config = Arc::new(config);
         self.current.rcu(|old| {
             let mut agents = HashMap::new();

@@ -3,11 +3,15 @@
 
 use serde_json::{json, Map, Value};
 
-/// JSON-RPC codes used by the scanner.
+/// JSON-RPC codes used by the scanner and the gateway's own checks.
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
 pub const INVALID_PARAMS: i32 = -32602;
+pub const PUSH_NOTIFICATION_NOT_SUPPORTED: i32 = -32003;
+pub const UNSUPPORTED_OPERATION: i32 = -32004;
 pub const CONTENT_TYPE_NOT_SUPPORTED: i32 = -32005;
+pub const EXTENSION_SUPPORT_REQUIRED: i32 = -32008;
+pub const VERSION_NOT_SUPPORTED: i32 = -32009;
 
 const ERROR_INFO_TYPE: &str = "type.googleapis.com/google.rpc.ErrorInfo";
 const A2A_DOMAIN: &str = "a2a-protocol.org";
@@ -37,10 +41,16 @@ pub enum Reason {
     AmbiguousPart,
     ParseError,
     InvalidRequest,
+    // Checked by the gateway from headers, the path and the card, not by the scanner.
+    BodySize,
+    VersionNotSupported,
+    StreamingNotSupported,
+    PushNotSupported,
+    ExtensionRequired,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 15] = [
+    pub const ALL: [Reason; 20] = [
         Reason::FileCount,
         Reason::FileSize,
         Reason::TotalSize,
@@ -56,6 +66,11 @@ impl Reason {
         Reason::AmbiguousPart,
         Reason::ParseError,
         Reason::InvalidRequest,
+        Reason::BodySize,
+        Reason::VersionNotSupported,
+        Reason::StreamingNotSupported,
+        Reason::PushNotSupported,
+        Reason::ExtensionRequired,
     ];
 
     /// snake_case metrics label.
@@ -76,6 +91,11 @@ impl Reason {
             Reason::AmbiguousPart => "ambiguous_part",
             Reason::ParseError => "parse_error",
             Reason::InvalidRequest => "invalid_request",
+            Reason::BodySize => "body_size",
+            Reason::VersionNotSupported => "version_not_supported",
+            Reason::StreamingNotSupported => "streaming_not_supported",
+            Reason::PushNotSupported => "push_not_supported",
+            Reason::ExtensionRequired => "extension_required",
         }
     }
 
@@ -84,6 +104,10 @@ impl Reason {
             Reason::MediaType => CONTENT_TYPE_NOT_SUPPORTED,
             Reason::ParseError => PARSE_ERROR,
             Reason::InvalidRequest => INVALID_REQUEST,
+            Reason::VersionNotSupported => VERSION_NOT_SUPPORTED,
+            Reason::StreamingNotSupported => UNSUPPORTED_OPERATION,
+            Reason::PushNotSupported => PUSH_NOTIFICATION_NOT_SUPPORTED,
+            Reason::ExtensionRequired => EXTENSION_SUPPORT_REQUIRED,
             _ => INVALID_PARAMS,
         }
     }
@@ -96,6 +120,10 @@ pub fn a2a_reason(code: i32) -> &'static str {
         CONTENT_TYPE_NOT_SUPPORTED => "CONTENT_TYPE_NOT_SUPPORTED",
         INVALID_PARAMS => "INVALID_PARAMS",
         INVALID_REQUEST | PARSE_ERROR => "INVALID_REQUEST",
+        PUSH_NOTIFICATION_NOT_SUPPORTED => "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        UNSUPPORTED_OPERATION => "UNSUPPORTED_OPERATION",
+        EXTENSION_SUPPORT_REQUIRED => "EXTENSION_SUPPORT_REQUIRED",
+        VERSION_NOT_SUPPORTED => "VERSION_NOT_SUPPORTED",
         _ => "INTERNAL_ERROR",
     }
 }
@@ -219,7 +247,22 @@ impl Violation {
 
     /// The HTTP status a REST answer should carry.
     pub fn http_status(&self) -> u16 {
-        400
+        if self.data.reason == Reason::BodySize {
+            413
+        } else {
+            400
+        }
+    }
+
+    /// The google.rpc.Code name for the REST answer.
+    pub fn grpc_status(&self) -> &'static str {
+        match self.code {
+            PUSH_NOTIFICATION_NOT_SUPPORTED
+            | UNSUPPORTED_OPERATION
+            | EXTENSION_SUPPORT_REQUIRED
+            | VERSION_NOT_SUPPORTED => "FAILED_PRECONDITION",
+            _ => "INVALID_ARGUMENT",
+        }
     }
 
     /// ErrorInfo metadata: every value a string, as google.rpc.ErrorInfo requires.
@@ -319,7 +362,7 @@ impl Violation {
         json!({
             "error": {
                 "code": http_status,
-                "status": "INVALID_ARGUMENT",
+                "status": self.grpc_status(),
                 "message": self.message,
                 "details": [self.error_info()],
             }
