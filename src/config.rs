@@ -46,6 +46,8 @@ pub struct Config {
     pub shutdown_grace: Duration,
     /// How often the config file is checked for changes (SIGHUP reloads at once).
     pub reload_poll: Duration,
+    /// Worker threads for the public listener; `None` = one per CPU.
+    pub threads: Option<usize>,
     pub agents: Vec<AgentConfig>,
 }
 
@@ -182,6 +184,7 @@ struct RawConfig {
     limits: RawLimits,
     shutdown_grace: Option<String>,
     reload_poll: Option<String>,
+    threads: Option<usize>,
     #[serde(default)]
     agents: Vec<RawAgent>,
 }
@@ -319,6 +322,9 @@ impl Config {
         let shutdown_grace =
             duration_or("shutdown_grace", raw.shutdown_grace, DEFAULT_SHUTDOWN_GRACE)?;
         let reload_poll = duration_or("reload_poll", raw.reload_poll, DEFAULT_RELOAD_POLL)?;
+        if raw.threads == Some(0) {
+            return Err(err("threads", "must be at least 1"));
+        }
 
         let mut seen = HashSet::new();
         let mut agents = Vec::with_capacity(raw.agents.len());
@@ -341,6 +347,7 @@ impl Config {
             limits,
             shutdown_grace,
             reload_poll,
+            threads: raw.threads,
             agents,
         })
     }
