@@ -573,6 +573,14 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_gateway_yaml_is_valid_and_runs_the_demo() {
+        let c = Config::parse(include_str!("../gateway.yaml")).unwrap();
+        assert_eq!(c.agents[0].id, "demo");
+        assert_eq!(c.agents[0].upstream, Upstream::BuiltinDemo);
+        assert_eq!(c.listen, "127.0.0.1:8080".parse().unwrap());
+    }
+
+    #[test]
     fn sizes_parse_with_units() {
         assert_eq!(parse_size("64MiB"), Some(64 << 20));
         assert_eq!(parse_size("512 KB"), Some(512_000));
