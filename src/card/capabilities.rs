@@ -132,9 +132,8 @@ impl Capabilities {
             .iter()
             .filter(|i| {
                 let base = i.gateway_path.trim_end_matches('/');
-                rest == base
-                    || rest.starts_with(&format!("{base}/"))
-                    || (base.is_empty() && rest.is_empty())
+                rest.strip_prefix(base)
+                    .is_some_and(|tail| tail.is_empty() || tail.starts_with('/'))
             })
             .max_by_key(|i| i.gateway_path.trim_end_matches('/').len())
             .map(|i| i.binding)
