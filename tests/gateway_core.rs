@@ -518,3 +518,96 @@ fn the_demo_agent_answers_through_the_gateway() {
         "TASK_STATE_COMPLETED"
     );
 }
+
+#[test]
+fn signed_cards_are_dropped_or_passed_through() {
+    let body = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stub = Stub::start(StubMode::Shared(body.clone()));
+    let mut card: Value = serde_json::from_slice(&minimal_card(&stub.url())).unwrap();
+    card["signatures"] = json!([{"protected": "eyJhbGciOiJFUzI1NiJ9", "signature": "c2ln"}]);
+    let upstream_bytes = serde_json::to_vec(&card).unwrap();
+    *body.lock().unwrap() = upstream_bytes.clone();
+    let yaml = format!(
+        "{}{}",
+        agent_yaml("rewritten", &stub.url(), ""),
+        agent_yaml("signed", &stub.url(), "    signatures: passthrough\n")
+    );
+    let gw = Gateway::start(&yaml, "");
+    let rewritten = gw.wait_card("rewritten");
+    assert!(rewritten.get("signatures").is_none());
+    assert_eq!(
+        rewritten["supportedInterfaces"][0]["url"],
+        gw.url("/agents/rewritten/")
+    );
+    let status = get(&gw.admin("/admin/agents"), &[]).json();
+    let warnings = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == "rewritten")
+        .unwrap()["card"]["warnings"]
+        .to_string();
+    assert!(warnings.contains("signatures were dropped"), "{status}");
+    gw.wait_card("signed");
+    let signed = get(&gw.url("/agents/signed/.well-known/agent-card.json"), &[]);
+    assert_eq!(
+        signed.body, upstream_bytes,
+        "passthrough serves the card byte for byte"
+    );
+}
+
+#[test]
+fn extended_cards_pass_through_rewritten() {
+    let body = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stub = Stub::start(StubMode::Shared(body.clone()));
+    let card: Value = serde_json::from_slice(&minimal_card(&stub.url())).unwrap();
+    *body.lock().unwrap() = serde_json::to_vec(&card).unwrap();
+    let gw = Gateway::start(&agent_yaml("a", &stub.url(), ""), "");
+    gw.wait_card("a");
+    // REST: GET /extendedAgentCard (v1.0) answers with the card itself.
+    let rest = get(
+        &gw.url("/agents/a/extendedAgentCard"),
+        &[("authorization", "Bearer x"), ("a2a-version", "1.0")],
+    );
+    assert_eq!(rest.status, 200, "{}", rest.text());
+    assert_eq!(
+        rest.json()["supportedInterfaces"][0]["url"],
+        gw.url("/agents/a/")
+    );
+    // JSON-RPC: the card sits in `result`.
+    *body.lock().unwrap() =
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 4, "result": card})).unwrap();
+    let rpc = post_json(
+        &gw.url("/agents/a/"),
+        &[("a2a-version", "1.0")],
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "GetExtendedAgentCard"}),
+    );
+    assert_eq!(rpc.status, 200, "{}", rpc.text());
+    let result = &rpc.json()["result"];
+    assert_eq!(
+        result["supportedInterfaces"][0]["url"],
+        gw.url("/agents/a/")
+    );
+    assert!(
+        !rpc.text().contains(&stub.port.to_string()),
+        "{}",
+        rpc.text()
+    );
+}
+
+#[test]
+fn a_stream_outlives_a_read_timeout_shorter_than_its_gaps() {
+    // The demo streams events 150 ms apart; a 100 ms read timeout would cut a plain response.
+    let gw = Gateway::start(
+        "  - id: demo\n    upstream: builtin:demo\n    timeouts:\n      read: 100ms\n      stream_idle: 5s\n",
+        "",
+    );
+    gw.wait_card("demo");
+    let r = post_json(
+        &gw.url("/agents/demo/"),
+        &[("a2a-version", "1.0")],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "s"}]}}}),
+    );
+    let events = r.text().lines().filter(|l| l.starts_with("data: ")).count();
+    assert_eq!(events, 4, "{}", r.text());
+}

@@ -287,7 +287,8 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
     let mut scan = enforce::BodyScan::new(agent, &card.policy.policy, &wire, &upstream_path);
     let check_method = |method: Option<&str>| enforce::after_body(agent, &card.caps, method);
     let mut reservation = None;
-    let body = match agent.body {
+    // A JSON-RPC extended-card call is known by its method (read in strict mode only).
+    let (body, rpc_card) = match agent.body {
         BodyMode::Strict => {
             let read =
                 body::read_strict(session, limit, agent.body_read_timeout, &gw.budget, |c| {
@@ -316,20 +317,21 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
             }
             ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
             reservation = Some(body.reservation);
-            OutboundBody::Buffered(body.chunks)
+            let rpc_card = scan.method().is_some_and(route::is_rpc_extended_card);
+            (OutboundBody::Buffered(body.chunks), rpc_card)
         }
-        BodyMode::Stream => OutboundBody::Streamed(StreamedBody {
-            scan: &mut scan,
-            limit,
-            read_timeout: agent.body_read_timeout,
-            check_method: &check_method,
-            len: 0,
-        }),
+        BodyMode::Stream => {
+            let body = StreamedBody {
+                scan: &mut scan,
+                limit,
+                read_timeout: agent.body_read_timeout,
+                check_method: &check_method,
+                len: 0,
+            };
+            (OutboundBody::Streamed(body), false)
+        }
     };
 
-    let rpc_card = matches!(agent.body, BodyMode::Strict)
-        && matches!(ctx.method, "GetExtendedAgentCard")
-        && !wire.rest;
     let card_response = (route::is_rest_extended_card(&http_method, &upstream_path) || rpc_card)
         .then(|| CardResponse {
             routes: &card.routes,
