@@ -50,7 +50,10 @@ impl ServeHttp for Admin {
                     return json_response(404, &json!({"error": format!("unknown agent {id:?}")}));
                 }
                 let snapshot = self.registry.load();
-                let entry = &snapshot.agents[id];
+                // A reload may have removed the agent meanwhile.
+                let Some(entry) = snapshot.agents.get(id) else {
+                    return json_response(404, &json!({"error": format!("unknown agent {id:?}")}));
+                };
                 let status = if entry.health.last_error.is_none() {
                     200
                 } else {
