@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::scan::base64::Base64Run;
 use crate::scan::media::{Dims, Format, Probe};
-use crate::scan::policy::{normalize_media_type, Policy, SizeSource};
+use crate::scan::policy::{Policy, TypeInfo};
 use crate::scan::verdict::{human_bytes, Amount, Reason, Violation, ViolationData};
 use crate::scan::{BodyShape, SniffMode, SniffWarning, Summary, UnknownDimensions};
 
@@ -26,6 +26,8 @@ const ID_CAP: usize = 256;
 /// Base64 validated optimistically in blocks of this size (a multiple of 4).
 const BLOCK: usize = 32 * 1024;
 const MAX_SNIFF_WARNINGS: usize = 16;
+/// Longest media type kept; longer ones cannot name a real type and are judged as cut.
+const TYPE_CAP: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lex {
@@ -200,6 +202,79 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
     })
 }
 
+/// A string kept inline, without allocating; longer input is cut (at a character boundary).
+#[derive(Debug, Clone, Copy)]
+struct Small<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+    cut: bool,
+}
+
+impl<const N: usize> Small<N> {
+    const fn new() -> Self {
+        Small {
+            buf: [0; N],
+            len: 0,
+            cut: false,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.cut = false;
+    }
+
+    fn push(&mut self, s: &[u8]) {
+        let room = N - self.len;
+        let take = if s.len() > room {
+            self.cut = true;
+            let mut t = room;
+            while t > 0 && (s[t] & 0xC0) == 0x80 {
+                t -= 1;
+            }
+            t
+        } else {
+            s.len()
+        };
+        self.buf[self.len..self.len + take].copy_from_slice(&s[..take]);
+        self.len += take;
+    }
+
+    fn as_str(&self) -> &str {
+        let b = &self.buf[..self.len];
+        match std::str::from_utf8(b) {
+            Ok(s) => s,
+            Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+
+    fn from_str(s: &str) -> Self {
+        let mut out = Self::new();
+        out.push(s.as_bytes());
+        out
+    }
+}
+
+/// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
+fn normalize_type(raw: &str) -> Option<Small<TYPE_CAP>> {
+    let essence = raw.split(';').next().unwrap_or("").trim();
+    let mut out = Small::<TYPE_CAP>::new();
+    if essence == "*" {
+        out.push(b"*/*");
+        return Some(out);
+    }
+    let (t, st) = essence.split_once('/')?;
+    let (t, st) = (t.trim(), st.trim());
+    if t.is_empty() || st.is_empty() {
+        return None;
+    }
+    out.push(t.as_bytes());
+    out.push(b"/");
+    out.push(st.as_bytes());
+    out.buf[..out.len].make_ascii_lowercase();
+    Some(out)
+}
+
 /// What the value about to start means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -254,9 +329,11 @@ enum Content {
 struct PartState {
     index: u64,
     array: ArrayName,
-    types: [Option<String>; 2],
+    types: [Option<Small<TYPE_CAP>>; 2],
+    /// Per declared type, and for the sniffed type once the part ended: the policy's view.
+    info: [Option<TypeInfo>; 3],
     mode_checked: [bool; 2],
-    filename: Option<String>,
+    filename: Option<Small<CAPTURE_CAP>>,
     content: Content,
     sniff_warned: bool,
 }
@@ -267,6 +344,7 @@ impl PartState {
             index: 0,
             array: ArrayName::Parts,
             types: [None, None],
+            info: [None; 3],
             mode_checked: [false; 2],
             filename: None,
             content: Content::None,
@@ -298,14 +376,13 @@ pub struct Scanner {
     keybuf: [u8; KEY_CAP],
     key_len: usize,
     key_long: bool,
-    capture: String,
+    capture: Small<ID_CAP>,
     capture_for: CaptureFor,
-    capture_long: bool,
     lit: &'static [u8],
     lit_pos: u8,
     num_capture: bool,
     // request facts
-    method: Option<String>,
+    method: Option<Small<CAPTURE_CAP>>,
     id: Option<Value>,
     // the part being read
     part: PartState,
@@ -345,9 +422,8 @@ impl Scanner {
             keybuf: [0; KEY_CAP],
             key_len: 0,
             key_long: false,
-            capture: String::new(),
+            capture: Small::new(),
             capture_for: CaptureFor::Method,
-            capture_long: false,
             lit: b"",
             lit_pos: 0,
             num_capture: false,
@@ -374,7 +450,7 @@ impl Scanner {
 
     /// The JSON-RPC `method`, once seen (at most 256 bytes kept).
     pub fn method(&self) -> Option<&str> {
-        self.method.as_deref()
+        self.method.as_ref().map(Small::as_str)
     }
 
     pub fn bytes_scanned(&self) -> u64 {
@@ -555,10 +631,10 @@ impl Scanner {
     fn end_number(&mut self) -> Res {
         if self.num_capture {
             self.num_capture = false;
-            self.id = if self.capture_long {
+            self.id = if self.capture.cut {
                 None
             } else {
-                serde_json::from_str::<Value>(&self.capture).ok()
+                serde_json::from_str::<Value>(self.capture.as_str()).ok()
             };
         }
         self.value_done();
@@ -670,7 +746,6 @@ impl Scanner {
                 self.num_capture = role == Role::Id;
                 if self.num_capture {
                     self.capture.clear();
-                    self.capture_long = false;
                     self.capture_for = CaptureFor::Id;
                     self.push_capture_bytes(&[b]);
                 }
@@ -769,29 +844,12 @@ impl Scanner {
 
     fn begin_capture(&mut self, what: CaptureFor) -> StrRole {
         self.capture.clear();
-        self.capture_long = false;
         self.capture_for = what;
         StrRole::Capture
     }
 
     fn push_capture_bytes(&mut self, s: &[u8]) {
-        let cap = if self.capture_for == CaptureFor::Id {
-            ID_CAP
-        } else {
-            CAPTURE_CAP
-        };
-        let room = cap.saturating_sub(self.capture.len());
-        if s.len() > room {
-            self.capture_long = true;
-        }
-        // Callers hand in whole UTF-8 sequences or validated runs; cut on a char boundary.
-        let mut take = s.len().min(room);
-        while take > 0 && take < s.len() && (s[take] & 0xC0) == 0x80 {
-            take -= 1;
-        }
-        if let Ok(t) = std::str::from_utf8(&s[..take]) {
-            self.capture.push_str(t);
-        }
+        self.capture.push(s);
     }
 
     /// Inside a string: runs of plain bytes, escapes, and the closing quote.
@@ -818,7 +876,7 @@ impl Scanner {
             } else {
                 rest
             };
-            match memchr2(b'"', b'\\', window) {
+            match find_quote_or_backslash(window) {
                 Some(j) => {
                     self.run(&window[..j], i)?;
                     if self.utf8_len != 0 {
@@ -867,7 +925,7 @@ impl Scanner {
         match self.str_role {
             StrRole::Inline => self.inline_push(s, i),
             role => {
-                self.validate_utf8(s, i)?;
+                let ascii = self.validate_utf8(s, i)?;
                 match role {
                     StrRole::Key => {
                         let room = KEY_CAP - self.key_len;
@@ -879,7 +937,7 @@ impl Scanner {
                         }
                     }
                     StrRole::Capture => self.push_capture_bytes(s),
-                    StrRole::Text => self.text_run(s)?,
+                    StrRole::Text => self.text_run(s, ascii)?,
                     _ => {}
                 }
                 Ok(())
@@ -888,8 +946,22 @@ impl Scanner {
     }
 
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
-    fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res {
-        if s.iter().fold(false, |bad, &b| bad | (b < 0x20)) {
+    /// Returns whether the run was plain ASCII.
+    fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Result<bool, Violation> {
+        // One pass for both questions (it vectorizes; an early exit would not).
+        let (lo, hi) = s
+            .iter()
+            .fold((0xFFu8, 0u8), |(lo, hi), &b| (lo.min(b), hi | b));
+        if hi < 0x80 && self.utf8_len == 0 {
+            if lo < 0x20 {
+                return Err(self.parse_error(
+                    self.at(i),
+                    "control character inside a string (must be escaped)",
+                ));
+            }
+            return Ok(true);
+        }
+        if lo < 0x20 {
             return Err(self.parse_error(
                 self.at(i),
                 "control character inside a string (must be escaped)",
@@ -904,23 +976,20 @@ impl Scanner {
             self.utf8_len += take as u8;
             s = &s[take..];
             if (self.utf8_len as usize) < width {
-                return Ok(());
+                return Ok(false);
             }
             if std::str::from_utf8(&self.utf8[..width]).is_err() {
                 return Err(self.parse_error(self.at(i), "invalid UTF-8 in a string"));
             }
             self.utf8_len = 0;
         }
-        if s.is_ascii() {
-            return Ok(());
-        }
         match std::str::from_utf8(s) {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(false),
             Err(e) if e.error_len().is_none() => {
                 let tail = &s[e.valid_up_to()..];
                 self.utf8[..tail.len()].copy_from_slice(tail);
                 self.utf8_len = tail.len() as u8;
-                Ok(())
+                Ok(false)
             }
             Err(e) => Err(self.parse_error(
                 self.at(i) + (e.valid_up_to() as u64),
@@ -1113,29 +1182,29 @@ impl Scanner {
     }
 
     fn end_capture(&mut self) -> Res {
-        let value = std::mem::take(&mut self.capture);
+        let value = self.capture.as_str();
         match self.capture_for {
-            CaptureFor::Method => self.method = Some(value.clone()),
+            CaptureFor::Method => self.method = Some(Small::from_str(value)),
             CaptureFor::Id => {
-                self.id = if self.capture_long {
+                self.id = if self.capture.cut {
                     None
                 } else {
-                    Some(Value::String(value.clone()))
+                    Some(Value::String(value.to_owned()))
                 };
             }
             CaptureFor::Filename => {
                 if self.part.filename.is_none() {
-                    self.part.filename = Some(value.clone());
+                    self.part.filename = Some(Small::from_str(value));
                 }
             }
             CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
                 let slot = usize::from(self.capture_for == CaptureFor::FileMimeType);
-                self.part.types[slot] = normalize_media_type(&value);
+                let t = normalize_type(value);
+                self.part.info[slot] = t.map(|t| self.policy.type_info(t.as_str()));
+                self.part.types[slot] = t;
                 self.check_part(false)?;
             }
         }
-        self.capture = value;
-        self.capture.clear();
         Ok(())
     }
 
@@ -1148,6 +1217,7 @@ impl Scanner {
         p.index = index;
         p.array = array;
         p.types = [None, None];
+        p.info = [None; 3];
         p.mode_checked = [false; 2];
         p.filename = None;
         p.content = Content::None;
@@ -1274,12 +1344,11 @@ impl Scanner {
             .types
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| t.as_deref().map(|t| (i, t)))
+            .filter_map(|(i, t)| t.as_ref().map(|t| (i, t.as_str())))
     }
 
     fn has_specific_type(&self) -> bool {
-        self.declared()
-            .any(|(_, t)| t != "application/octet-stream")
+        self.part.info[..2].iter().flatten().any(|i| !i.generic)
     }
 
     /// Per-file size against the limits of the declared type(s); before any type is known only
@@ -1291,28 +1360,23 @@ impl Scanner {
         part_end: bool,
     ) -> Option<(u64, Violation)> {
         let p = &self.policy;
-        let mut types: [Option<&str>; 3] = [None; 3];
-        for (i, t) in self.declared() {
-            types[i] = Some(t);
-        }
-        if part_end && !self.has_specific_type() {
-            types[2] = self.probe_sniffed().map(Format::media_type);
-        }
-        let any_type = types.iter().any(Option::is_some);
+        let infos = self.judged_infos(part_end);
+        let any_type = infos.iter().any(Option::is_some);
         // The smallest broken limit is the one crossed first.
-        let broken = types
-            .into_iter()
-            .flatten()
-            .filter_map(|t| {
-                p.size_limit_for(t)
-                    .map(|(limit, source)| (limit, t, source))
+        let broken = infos
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, i)| {
+                i.and_then(|i| i.size)
+                    .map(|(limit, rule)| (limit, slot, rule))
             })
             .filter(|(limit, _, _)| size > *limit)
             .min_by_key(|(limit, _, _)| *limit);
-        if let Some((limit, t, source)) = broken {
+        if let Some((limit, slot, rule)) = broken {
+            let t = self.type_name(slot);
             return Some((
                 limit,
-                self.size_violation(size, exact, limit, Some((t, source))),
+                self.size_violation(size, exact, limit, Some((t, rule))),
             ));
         }
         if !any_type {
@@ -1330,6 +1394,23 @@ impl Scanner {
         None
     }
 
+    /// The type infos a file is judged by: its declared types, and at the part's end the
+    /// sniffed type when nothing specific was declared.
+    fn judged_infos(&self, part_end: bool) -> [Option<TypeInfo>; 3] {
+        let mut infos = self.part.info;
+        if !part_end {
+            infos[2] = None;
+        }
+        infos
+    }
+
+    fn type_name(&self, slot: usize) -> &str {
+        match slot {
+            0 | 1 => self.part.types[slot].as_ref().map_or("", |t| t.as_str()),
+            _ => self.probe_sniffed().map_or("", Format::media_type),
+        }
+    }
+
     fn probe_sniffed(&self) -> Option<Format> {
         match self.part.content {
             Content::Inline { .. } if self.probe.sniff_ready => self.probe.sniffed,
@@ -1342,19 +1423,19 @@ impl Scanner {
         size: u64,
         exact: bool,
         limit: u64,
-        typed: Option<(&str, SizeSource<'_>)>,
+        typed: Option<(&str, Option<usize>)>,
     ) -> Violation {
         let p = &self.policy;
         let (reason, constraint, per) = match typed {
-            Some((t, SizeSource::Mime(rule))) => (
+            Some((t, Some(rule))) => (
                 Reason::MimeSize,
                 format!(
                     "files.perMimeType[{}].maxSizeBytes",
-                    Value::String(rule.key.clone())
+                    Value::String(p.per_mime[rule].key.clone())
                 ),
                 format!("per {t} file"),
             ),
-            Some((_, SizeSource::Global)) => (
+            Some((_, None)) => (
                 Reason::FileSize,
                 "files.maxSizePerFileBytes".to_owned(),
                 "per file".to_owned(),
@@ -1410,17 +1491,23 @@ impl Scanner {
             if self.part.mode_checked[slot] {
                 continue;
             }
-            if let Some(t) = self.part.types[slot].clone() {
+            if let Some(info) = self.part.info[slot] {
                 self.part.mode_checked[slot] = true;
-                if !self.policy.accepts(&t) {
+                if !info.accepted {
                     let key = if slot == 0 {
                         Key::MediaType
                     } else {
                         Key::MimeType
                     };
+                    let t = self.type_name(slot).to_owned();
                     return Err(self.media_type_violation(&t, Some(key), false));
                 }
             }
+        }
+        if part_end && !self.has_specific_type() {
+            self.part.info[2] = self
+                .probe_sniffed()
+                .map(|f| self.policy.type_info(f.media_type()));
         }
         match self.part.content {
             Content::Inline { ended, size, .. } => {
@@ -1433,11 +1520,10 @@ impl Scanner {
                 self.check_sizes(size, exact, part_end, !ended)?;
                 self.check_sniff()?;
                 self.check_dims(part_end)?;
-                if part_end && !self.has_specific_type() {
-                    if let Some(f) = self.probe_sniffed() {
-                        if !self.policy.accepts(f.media_type()) {
-                            return Err(self.media_type_violation(f.media_type(), None, true));
-                        }
+                if let Some(info) = self.part.info[2] {
+                    if part_end && !info.accepted {
+                        let t = self.type_name(2).to_owned();
+                        return Err(self.media_type_violation(&t, None, true));
                     }
                 }
             }
@@ -1451,24 +1537,20 @@ impl Scanner {
             return Ok(());
         }
         let sniffed = self.probe.sniffed;
-        let mut mismatch = None;
-        for (slot, t) in self.declared() {
-            if t == "application/octet-stream" {
-                continue;
-            }
-            let claimed = Format::from_media_type(t);
-            let bad = match claimed {
+        let mismatch = (0..2).find(|&slot| match self.part.info[slot] {
+            Some(info) if !info.generic => match info.claimed {
                 Some(f) => sniffed != Some(f),
                 None => sniffed.is_some(),
-            };
-            if bad {
-                mismatch = Some((slot, t.to_owned()));
-                break;
-            }
-        }
-        let Some((slot, declared)) = mismatch else {
+            },
+            _ => false,
+        });
+        let Some(slot) = mismatch else {
             return Ok(());
         };
+        if self.part.sniff_warned {
+            return Ok(());
+        }
+        let declared = self.type_name(slot).to_owned();
         if self.policy.options.sniff == SniffMode::Warn {
             if !self.part.sniff_warned && self.summary.sniff_warnings.len() < MAX_SNIFF_WARNINGS {
                 self.summary.sniff_warnings.push(SniffWarning {
@@ -1507,21 +1589,18 @@ impl Scanner {
     }
 
     fn check_dims(&self, part_end: bool) -> Res {
-        let mut types: [Option<&str>; 3] = [None; 3];
-        for (i, t) in self.declared() {
-            types[i] = Some(t);
+        if self.probe.dims == Dims::Pending {
+            return Ok(());
         }
-        if part_end && !self.has_specific_type() {
-            types[2] = self.probe_sniffed().map(Format::media_type);
-        }
-        for t in types.into_iter().flatten() {
-            let Some(rule) = self.policy.rule_for(t) else {
+        let infos = self.judged_infos(part_end);
+        for (slot, info) in infos.iter().enumerate() {
+            let Some((max, rule)) = info.and_then(|i| i.dims) else {
                 continue;
             };
-            let Some(max) = rule.max_dims else { continue };
+            let t = self.type_name(slot);
             let constraint = format!(
                 "files.perMimeType[{}].maxDimensions",
-                Value::String(rule.key.clone())
+                Value::String(self.policy.per_mime[rule].key.clone())
             );
             match self.probe.dims {
                 Dims::Pending => {}
@@ -1601,9 +1680,13 @@ impl Scanner {
 
     // ---- text -------------------------------------------------------------------------------
 
-    fn text_run(&mut self, s: &[u8]) -> Res {
+    fn text_run(&mut self, s: &[u8], ascii: bool) -> Res {
         // Count scalar values: every byte that is not a UTF-8 continuation byte.
-        let starts = s.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        let starts = if ascii {
+            s.len() as u64
+        } else {
+            s.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64
+        };
         self.text_chars += starts;
         self.text_append(s);
         self.check_text_length()
@@ -1732,7 +1815,7 @@ impl Scanner {
     fn part_data(&self, reason: Reason, field: Option<Key>) -> ViolationData {
         let mut d = ViolationData::new(reason);
         d.part_index = Some(self.part.index);
-        d.filename = self.part.filename.clone();
+        d.filename = self.part.filename.as_ref().map(|f| f.as_str().to_owned());
         d.media_type = self.declared().map(|(_, t)| t.to_owned()).next();
         d.field = Some(match field {
             Some(k) => self.field_path(k),
@@ -1745,7 +1828,7 @@ impl Scanner {
     fn describe_part(&self) -> String {
         let mut bits: Vec<&str> = Vec::new();
         if let Some(f) = &self.part.filename {
-            bits.push(f);
+            bits.push(f.as_str());
         }
         if let Some((_, t)) = self.declared().next() {
             bits.push(t);
@@ -1846,6 +1929,21 @@ impl Scanner {
         let mut d = ViolationData::new(Reason::ParseError);
         d.offset = Some(offset);
         Violation::new(format!("invalid JSON at byte {offset}: {what}"), d)
+    }
+}
+
+/// Keys and most values are short: a plain loop beats memchr2's setup for the first bytes.
+#[inline]
+fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
+    const SHORT: usize = 16;
+    let n = s.len().min(SHORT);
+    if let Some(i) = s[..n].iter().position(|&b| b == b'"' || b == b'\\') {
+        return Some(i);
+    }
+    if s.len() > SHORT {
+        memchr2(b'"', b'\\', &s[SHORT..]).map(|j| j + SHORT)
+    } else {
+        None
     }
 }
 
