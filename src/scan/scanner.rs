@@ -173,31 +173,73 @@ const FILE_CONTENT: u32 = (1 << Key::Bytes as u8)
     | (1 << Key::FileWithBytes as u8)
     | (1 << Key::FileWithUri as u8);
 
+/// A key of up to 16 bytes as one integer, so matching is a compare, not a memcmp.
+const fn pack(k: &[u8]) -> u128 {
+    let mut v = 0u128;
+    let mut i = 0;
+    while i < k.len() && i < 16 {
+        v |= (k[i] as u128) << (8 * i);
+        i += 1;
+    }
+    v
+}
+
 fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
-    Some(match (ctx, k) {
-        (Ctx::Root, b"jsonrpc") if shape == BodyShape::JsonRpc => Key::Jsonrpc,
-        (Ctx::Root, b"id") if shape == BodyShape::JsonRpc => Key::Id,
-        (Ctx::Root, b"method") if shape == BodyShape::JsonRpc => Key::Method,
-        (Ctx::Root, b"params") if shape == BodyShape::JsonRpc => Key::Params,
-        (Ctx::Root, b"message") if shape == BodyShape::Rest => Key::Message,
-        (Ctx::Params, b"message") => Key::Message,
-        (Ctx::Message, b"parts") => Key::Parts,
-        (Ctx::Message, b"content") => Key::Content,
-        (Ctx::Part, b"kind") => Key::Kind,
-        (Ctx::Part, b"text") => Key::Text,
-        (Ctx::Part, b"raw") => Key::Raw,
-        (Ctx::Part, b"url") => Key::Url,
-        (Ctx::Part, b"data") => Key::Data,
-        (Ctx::Part, b"mediaType" | b"media_type") => Key::MediaType,
-        (Ctx::Part, b"filename") => Key::Filename,
-        (Ctx::Part, b"file") => Key::File,
-        (Ctx::Part, b"metadata") => Key::Metadata,
-        (Ctx::File, b"bytes") => Key::Bytes,
-        (Ctx::File, b"uri") => Key::Uri,
-        (Ctx::File, b"fileWithBytes" | b"file_with_bytes") => Key::FileWithBytes,
-        (Ctx::File, b"fileWithUri" | b"file_with_uri") => Key::FileWithUri,
-        (Ctx::File, b"mimeType" | b"mime_type") => Key::MimeType,
-        (Ctx::File, b"name") => Key::Name,
+    if k.is_empty() || k.len() > 16 {
+        return None;
+    }
+    const JSONRPC: u128 = pack(b"jsonrpc");
+    const ID: u128 = pack(b"id");
+    const METHOD: u128 = pack(b"method");
+    const PARAMS: u128 = pack(b"params");
+    const MESSAGE: u128 = pack(b"message");
+    const PARTS: u128 = pack(b"parts");
+    const CONTENT: u128 = pack(b"content");
+    const KIND: u128 = pack(b"kind");
+    const TEXT: u128 = pack(b"text");
+    const RAW: u128 = pack(b"raw");
+    const URL: u128 = pack(b"url");
+    const DATA: u128 = pack(b"data");
+    const MEDIA_TYPE: u128 = pack(b"mediaType");
+    const MEDIA_TYPE_P: u128 = pack(b"media_type");
+    const FILENAME: u128 = pack(b"filename");
+    const FILE: u128 = pack(b"file");
+    const METADATA: u128 = pack(b"metadata");
+    const BYTES: u128 = pack(b"bytes");
+    const URI: u128 = pack(b"uri");
+    const FILE_WITH_BYTES: u128 = pack(b"fileWithBytes");
+    const FILE_WITH_BYTES_P: u128 = pack(b"file_with_bytes");
+    const FILE_WITH_URI: u128 = pack(b"fileWithUri");
+    const FILE_WITH_URI_P: u128 = pack(b"file_with_uri");
+    const MIME_TYPE: u128 = pack(b"mimeType");
+    const MIME_TYPE_P: u128 = pack(b"mime_type");
+    const NAME: u128 = pack(b"name");
+    // Keys never hold NUL raw, and `\u0000` makes a different (longer) key, so packing is exact.
+    let rpc = shape == BodyShape::JsonRpc;
+    Some(match (ctx, pack(k)) {
+        (Ctx::Root, JSONRPC) if rpc => Key::Jsonrpc,
+        (Ctx::Root, ID) if rpc => Key::Id,
+        (Ctx::Root, METHOD) if rpc => Key::Method,
+        (Ctx::Root, PARAMS) if rpc => Key::Params,
+        (Ctx::Root, MESSAGE) if !rpc => Key::Message,
+        (Ctx::Params, MESSAGE) => Key::Message,
+        (Ctx::Message, PARTS) => Key::Parts,
+        (Ctx::Message, CONTENT) => Key::Content,
+        (Ctx::Part, KIND) => Key::Kind,
+        (Ctx::Part, TEXT) => Key::Text,
+        (Ctx::Part, RAW) => Key::Raw,
+        (Ctx::Part, URL) => Key::Url,
+        (Ctx::Part, DATA) => Key::Data,
+        (Ctx::Part, MEDIA_TYPE | MEDIA_TYPE_P) => Key::MediaType,
+        (Ctx::Part, FILENAME) => Key::Filename,
+        (Ctx::Part, FILE) => Key::File,
+        (Ctx::Part, METADATA) => Key::Metadata,
+        (Ctx::File, BYTES) => Key::Bytes,
+        (Ctx::File, URI) => Key::Uri,
+        (Ctx::File, FILE_WITH_BYTES | FILE_WITH_BYTES_P) => Key::FileWithBytes,
+        (Ctx::File, FILE_WITH_URI | FILE_WITH_URI_P) => Key::FileWithUri,
+        (Ctx::File, MIME_TYPE | MIME_TYPE_P) => Key::MimeType,
+        (Ctx::File, NAME) => Key::Name,
         _ => return None,
     })
 }
@@ -542,6 +584,13 @@ impl Scanner {
                         return Err(self.parse_error(self.at(i), "expected ':' after a key"));
                     }
                     self.state = Lex::Value;
+                    // Most values follow the colon directly: start them without another dispatch.
+                    if let Some(&next) = c.get(i + 1) {
+                        if !is_ws(next) {
+                            i += 1;
+                            self.start_value(next, i)?;
+                        }
+                    }
                 }
                 Lex::After => {
                     if is_ws(b) {
@@ -552,6 +601,10 @@ impl Scanner {
                         b',' => {
                             if self.top_is_object() {
                                 self.state = Lex::Key;
+                                if c.get(i + 1) == Some(&b'"') {
+                                    i += 1;
+                                    self.start_key();
+                                }
                             } else {
                                 self.state = Lex::Value;
                                 self.next_element();
@@ -1598,16 +1651,18 @@ impl Scanner {
                 continue;
             };
             let t = self.type_name(slot);
-            let constraint = format!(
-                "files.perMimeType[{}].maxDimensions",
-                Value::String(self.policy.per_mime[rule].key.clone())
-            );
+            let constraint = || {
+                format!(
+                    "files.perMimeType[{}].maxDimensions",
+                    Value::String(self.policy.per_mime[rule].key.clone())
+                )
+            };
             match self.probe.dims {
                 Dims::Pending => {}
                 Dims::Found { width, height } => {
                     if width > max.width || height > max.height {
                         let mut d = self.part_data(Reason::Dimensions, self.inline_field());
-                        d.constraint = Some(constraint);
+                        d.constraint = Some(constraint());
                         d.limit = Some(Amount::Dims {
                             width: max.width,
                             height: max.height,
@@ -1629,7 +1684,7 @@ impl Scanner {
                 Dims::Unknown(_) => {
                     if self.policy.options.unknown_dimensions == UnknownDimensions::Reject {
                         let mut d = self.part_data(Reason::DimensionsUnknown, self.inline_field());
-                        d.constraint = Some(constraint);
+                        d.constraint = Some(constraint());
                         d.limit = Some(Amount::Dims {
                             width: max.width,
                             height: max.height,
