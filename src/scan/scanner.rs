@@ -568,6 +568,10 @@ impl Scanner {
                         continue;
                     }
                     if b == b'"' {
+                        if let Some(next) = self.fast_key(c, i + 1)? {
+                            i = next;
+                            continue;
+                        }
                         self.start_key();
                     } else if b == b'}' && self.state == Lex::ObjectFirst {
                         self.close(b'}', i)?;
@@ -603,6 +607,10 @@ impl Scanner {
                                 self.state = Lex::Key;
                                 if c.get(i + 1) == Some(&b'"') {
                                     i += 1;
+                                    if let Some(next) = self.fast_key(c, i + 1)? {
+                                        i = next;
+                                        continue;
+                                    }
                                     self.start_key();
                                 }
                             } else {
@@ -1193,6 +1201,36 @@ impl Scanner {
         } else {
             lookup_key(ctx, self.shape, &self.keybuf[..self.key_len])
         };
+        self.key_found(ctx, key, i)
+    }
+
+    /// Fast path for the common key: short, plain ASCII, whole in this chunk. `i` is just past
+    /// the opening quote. Returns the index past the closing quote, or `None` to take the
+    /// general path (nothing consumed then).
+    #[inline]
+    fn fast_key(&mut self, c: &[u8], i: usize) -> Result<Option<usize>, Violation> {
+        let rest = &c[i..c.len().min(i + KEY_CAP)];
+        let Some(n) = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
+        else {
+            return Ok(None);
+        };
+        if rest[n] != b'"' {
+            return Ok(None);
+        }
+        let ctx = self.ctx_at(self.depth);
+        if ctx == Ctx::Skip {
+            self.pending = Role::Skip;
+        } else {
+            let key = lookup_key(ctx, self.shape, &rest[..n]);
+            self.key_found(ctx, key, i + n)?;
+        }
+        self.state = Lex::Colon;
+        Ok(Some(i + n + 1))
+    }
+
+    fn key_found(&mut self, ctx: Ctx, key: Option<Key>, i: usize) -> Res {
         self.key = key;
         let Some(key) = key else {
             self.pending = Role::Skip;
