@@ -559,6 +559,12 @@ impl Scanner {
                     if b == b']' && self.state == Lex::ArrayFirst {
                         self.close(b']', i)?;
                     } else {
+                        if b == b'"' {
+                            if let Some(next) = self.fast_value_string(c, i + 1)? {
+                                i = next;
+                                continue;
+                            }
+                        }
                         self.start_value(b, i)?;
                     }
                 }
@@ -590,6 +596,12 @@ impl Scanner {
                     self.state = Lex::Value;
                     // Most values follow the colon directly: start them without another dispatch.
                     if let Some(&next) = c.get(i + 1) {
+                        if next == b'"' {
+                            if let Some(after) = self.fast_value_string(c, i + 2)? {
+                                i = after;
+                                continue;
+                            }
+                        }
                         if !is_ws(next) {
                             i += 1;
                             self.start_value(next, i)?;
@@ -1227,6 +1239,35 @@ impl Scanner {
             self.key_found(ctx, key, i + n)?;
         }
         self.state = Lex::Colon;
+        Ok(Some(i + n + 1))
+    }
+
+    /// Fast path for a short plain string value (printable ASCII, no escapes, whole in this
+    /// chunk): the same steps as the general path, without its per-byte dispatch. `i` is just
+    /// past the opening quote; `None` = take the general path (nothing consumed).
+    #[inline]
+    fn fast_value_string(&mut self, c: &[u8], i: usize) -> Result<Option<usize>, Violation> {
+        // The root and array elements of `parts` have bookkeeping of their own in start_value.
+        if self.depth == 0 || matches!(self.ctx_at(self.depth), Ctx::Parts(_)) {
+            return Ok(None);
+        }
+        let rest = &c[i..c.len().min(i + 256)];
+        let Some(n) = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
+        else {
+            return Ok(None);
+        };
+        if rest[n] != b'"' {
+            return Ok(None);
+        }
+        let role = self.pending;
+        self.pending = Role::Skip;
+        self.start_string_value(role, i - 1)?;
+        if n > 0 {
+            self.run(&rest[..n], i)?;
+        }
+        self.end_string(i + n)?;
         Ok(Some(i + n + 1))
     }
 
