@@ -256,6 +256,20 @@ fn ratios() {
         ("small_3KB", small_body, usize::MAX),
         ("text_1MB", text_body, CHUNK),
     ];
+    // SCAN_BENCH_BODY=file.json measures the scanner alone on that body (for profiling).
+    if let Some(path) = std::env::var_os("SCAN_BENCH_BODY") {
+        let body = std::fs::read(path).unwrap();
+        let mut cands: Vec<(&str, Box<dyn FnMut()>)> =
+            vec![("scanner", Box::new(|| scan(&p, black_box(&body), CHUNK)))];
+        let m = medians(&mut cands, 30, Duration::from_millis(50));
+        println!(
+            "  body: {} bytes, {:.0} ns, {:.2} GB/s",
+            body.len(),
+            m[0] * 1e9,
+            body.len() as f64 / m[0] / 1e9
+        );
+        return;
+    }
     for (name, make, chunk) in makers {
         // SCAN_BENCH_CASE=small_3KB measures one body only (for profiling).
         if std::env::var("SCAN_BENCH_CASE").is_ok_and(|c| c != name) {

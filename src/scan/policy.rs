@@ -129,15 +129,13 @@ impl Policy {
 
     /// The most specific per-MIME rule for a normalized media type: exact, then `type/*`, then `*/*`.
     pub(crate) fn rule_for(&self, media_type: &str) -> Option<&MimeRule> {
-        let top = media_type.split('/').next().unwrap_or("");
+        let top = top_level(media_type);
         self.per_mime
             .iter()
             .find(|r| r.pattern == media_type)
             .or_else(|| {
                 self.per_mime.iter().find(|r| {
-                    r.pattern
-                        .strip_suffix("/*")
-                        .is_some_and(|t| t != "*" && t == top)
+                    r.pattern != "*/*" && top_level(&r.pattern) == top && r.pattern.ends_with("/*")
                 })
             })
             .or_else(|| self.per_mime.iter().find(|r| r.pattern == "*/*"))
@@ -213,9 +211,14 @@ pub fn media_range_matches(range: &str, media_type: &str) -> bool {
     if range == "*/*" || range == media_type {
         return true;
     }
-    match range.strip_suffix("/*") {
-        Some(top) => media_type.split_once('/').is_some_and(|(t, _)| t == top),
-        None => false,
+    range.ends_with("/*") && top_level(range) == top_level(media_type)
+}
+
+/// `image` of `image/png` (byte search: this runs per part).
+fn top_level(t: &str) -> &str {
+    match t.as_bytes().iter().position(|&b| b == b'/') {
+        Some(i) => &t[..i],
+        None => t,
     }
 }
 

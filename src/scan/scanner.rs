@@ -216,7 +216,9 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
     const NAME: u128 = pack(b"name");
     // Keys never hold NUL raw, and `\u0000` makes a different (longer) key, so packing is exact.
     let rpc = shape == BodyShape::JsonRpc;
-    Some(match (ctx, pack(k)) {
+    let mut buf = [0u8; 16];
+    buf[..k.len()].copy_from_slice(k);
+    Some(match (ctx, u128::from_le_bytes(buf)) {
         (Ctx::Root, JSONRPC) if rpc => Key::Jsonrpc,
         (Ctx::Root, ID) if rpc => Key::Id,
         (Ctx::Root, METHOD) if rpc => Key::Method,
@@ -299,22 +301,36 @@ impl<const N: usize> Small<N> {
 
 /// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
 fn normalize_type(raw: &str) -> Option<Small<TYPE_CAP>> {
-    let essence = raw.split(';').next().unwrap_or("").trim();
+    let b = raw.as_bytes();
+    let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
+    let essence = b[..end].trim_ascii();
     let mut out = Small::<TYPE_CAP>::new();
-    if essence == "*" {
+    if essence == b"*" {
         out.push(b"*/*");
         return Some(out);
     }
-    let (t, st) = essence.split_once('/')?;
-    let (t, st) = (t.trim(), st.trim());
+    let slash = essence.iter().position(|&c| c == b'/')?;
+    let (t, st) = (
+        essence[..slash].trim_ascii(),
+        essence[slash + 1..].trim_ascii(),
+    );
     if t.is_empty() || st.is_empty() {
         return None;
     }
-    out.push(t.as_bytes());
+    out.push(t);
     out.push(b"/");
-    out.push(st.as_bytes());
+    out.push(st);
     out.buf[..out.len].make_ascii_lowercase();
     Some(out)
+}
+
+/// A JSON-RPC id that is a plain integer, without a trip through serde_json.
+fn parse_id_number(text: &str) -> Option<Value> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse::<i64>().ok().map(Value::from);
+    }
+    serde_json::from_str::<Value>(text).ok()
 }
 
 /// What the value about to start means.
@@ -707,7 +723,7 @@ impl Scanner {
             self.id = if self.capture.cut {
                 None
             } else {
-                serde_json::from_str::<Value>(self.capture.as_str()).ok()
+                parse_id_number(self.capture.as_str())
             };
         }
         self.value_done();
