@@ -106,7 +106,7 @@ fn text_body() -> Vec<u8> {
     let mut parts = Vec::new();
     let mut size = 0;
     while size < 1_000_000 {
-        let text = para_json.repeat(1).trim_matches('"').repeat(40);
+        let text = para_json.trim_matches('"').repeat(40);
         size += text.len();
         parts.push(format!(r#"{{"kind":"text","text":"{text}"}}"#));
     }
@@ -116,6 +116,11 @@ fn text_body() -> Vec<u8> {
     )
     .into_bytes()
 }
+
+/// A named candidate for the interleaved timing.
+type Candidate<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+/// A bench body: name, how to make it, chunk size.
+type BodyMaker = (&'static str, fn() -> Vec<u8>, usize);
 
 fn scan(policy: &Arc<Policy>, body: &[u8], chunk: usize) {
     let mut s = Scanner::new(policy.clone(), BodyShape::JsonRpc);
@@ -214,11 +219,7 @@ fn benches(c: &mut Criterion) {
 }
 
 /// Median seconds per call of each candidate, interleaved so drift hits them alike.
-fn medians(
-    candidates: &mut [(&str, Box<dyn FnMut() + '_>)],
-    reps: usize,
-    min_rep: Duration,
-) -> Vec<f64> {
+fn medians(candidates: &mut [Candidate<'_>], reps: usize, min_rep: Duration) -> Vec<f64> {
     // Calls per rep so one rep lasts at least `min_rep`.
     let calls: Vec<u32> = candidates
         .iter_mut()
@@ -251,7 +252,7 @@ fn medians(
 fn ratios() {
     let p = policy();
     println!("\nratios (interleaved medians, same process):");
-    let makers: [(&str, fn() -> Vec<u8>, usize); 3] = [
+    let makers: [BodyMaker; 3] = [
         ("big_50MB", big_body, CHUNK),
         ("small_3KB", small_body, usize::MAX),
         ("text_1MB", text_body, CHUNK),
@@ -259,7 +260,7 @@ fn ratios() {
     // SCAN_BENCH_BODY=file.json measures the scanner alone on that body (for profiling).
     if let Some(path) = std::env::var_os("SCAN_BENCH_BODY") {
         let body = std::fs::read(path).unwrap();
-        let mut cands: Vec<(&str, Box<dyn FnMut()>)> =
+        let mut cands: Vec<Candidate<'_>> =
             vec![("scanner", Box::new(|| scan(&p, black_box(&body), CHUNK)))];
         let m = medians(&mut cands, 30, Duration::from_millis(50));
         println!(
@@ -276,7 +277,7 @@ fn ratios() {
             continue;
         }
         let body = &make();
-        let mut cands: Vec<(&str, Box<dyn FnMut()>)> = vec![
+        let mut cands: Vec<Candidate<'_>> = vec![
             ("scanner", Box::new(|| scan(&p, black_box(body), chunk))),
             (
                 "memchr2",

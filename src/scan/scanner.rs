@@ -457,7 +457,12 @@ pub struct Scanner {
     failed: Option<Violation>,
 }
 
-type Res<T = ()> = Result<T, Violation>;
+/// Internally a violation travels boxed: results stay one word wide on the hot path.
+type Res<T = ()> = Result<T, Box<Violation>>;
+
+fn fail<T>(v: Violation) -> Res<T> {
+    Err(Box::new(v))
+}
 
 impl Scanner {
     pub fn new(policy: Arc<Policy>, shape: BodyShape) -> Self {
@@ -517,29 +522,34 @@ impl Scanner {
 
     /// Feed the next piece of the body; `Err` as soon as a violation is certain (and again on
     /// every later call).
-    pub fn feed(&mut self, chunk: &[u8]) -> Res {
+    // The contract hands the violation over by value; it happens at most once per request.
+    #[allow(clippy::result_large_err)]
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Violation> {
         if let Some(v) = &self.failed {
             return Err(v.clone());
         }
         let r = self.feed_inner(chunk);
         self.base += chunk.len() as u64;
         self.summary.bytes = self.base;
-        if let Err(v) = &r {
-            self.failed = Some(v.clone());
-        }
-        r
+        r.map_err(|v| {
+            self.failed = Some((*v).clone());
+            *v
+        })
     }
 
     /// End of the body. A body cut short is a parse error.
+    #[allow(clippy::result_large_err)]
     pub fn finish(&mut self) -> Result<Summary, Violation> {
         if let Some(v) = &self.failed {
             return Err(v.clone());
         }
-        let r = self.finish_inner();
-        if let Err(v) = &r {
-            self.failed = Some(v.clone());
+        match self.finish_inner() {
+            Ok(()) => Ok(self.summary.clone()),
+            Err(v) => {
+                self.failed = Some((*v).clone());
+                Err(*v)
+            }
         }
-        r.map(|_| self.summary.clone())
     }
 
     fn finish_inner(&mut self) -> Res {
@@ -551,9 +561,9 @@ impl Scanner {
                 self.end_number()?;
                 Ok(())
             }
-            Lex::Value if self.depth == 0 => Err(self.parse_error(self.base, "the body is empty")),
+            Lex::Value if self.depth == 0 => fail(self.parse_error(self.base, "the body is empty")),
             _ => {
-                Err(self.parse_error(self.base, "the body ends before the JSON value is complete"))
+                fail(self.parse_error(self.base, "the body ends before the JSON value is complete"))
             }
         }
     }
@@ -598,7 +608,9 @@ impl Scanner {
                     } else if b == b'}' && self.state == Lex::ObjectFirst {
                         self.close(b'}', i)?;
                     } else {
-                        return Err(self.parse_error(self.at(i), "expected a key in double quotes"));
+                        return fail(
+                            self.parse_error(self.at(i), "expected a key in double quotes"),
+                        );
                     }
                 }
                 Lex::Colon => {
@@ -607,7 +619,7 @@ impl Scanner {
                         continue;
                     }
                     if b != b':' {
-                        return Err(self.parse_error(self.at(i), "expected ':' after a key"));
+                        return fail(self.parse_error(self.at(i), "expected ':' after a key"));
                     }
                     self.state = Lex::Value;
                     // Most values follow the colon directly: start them without another dispatch.
@@ -648,7 +660,7 @@ impl Scanner {
                         }
                         b'}' | b']' => self.close(b, i)?,
                         _ => {
-                            return Err(self.parse_error(
+                            return fail(self.parse_error(
                                 self.at(i),
                                 "expected ',' or the end of the object or array",
                             ))
@@ -657,7 +669,7 @@ impl Scanner {
                 }
                 Lex::Lit => {
                     if b != self.lit[self.lit_pos as usize] {
-                        return Err(self.parse_error(
+                        return fail(self.parse_error(
                             self.at(i),
                             "invalid literal (expected true, false or null)",
                         ));
@@ -677,7 +689,7 @@ impl Scanner {
                         }
                         None => {
                             if !matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) {
-                                return Err(self.parse_error(self.at(i), "invalid number"));
+                                return fail(self.parse_error(self.at(i), "invalid number"));
                             }
                             self.end_number()?;
                             // The delimiter is handled by the next state.
@@ -687,8 +699,8 @@ impl Scanner {
                 }
                 Lex::Done => {
                     if !is_ws(b) {
-                        return Err(
-                            self.parse_error(self.at(i), "unexpected data after the JSON value")
+                        return fail(
+                            self.parse_error(self.at(i), "unexpected data after the JSON value"),
                         );
                     }
                 }
@@ -764,7 +776,7 @@ impl Scanner {
                 "a JSON-RPC request must be a JSON object"
             };
             if matches!(b, b'[' | b'"' | b't' | b'f' | b'n' | b'-' | b'0'..=b'9') {
-                return Err(Violation::new(msg, d));
+                return fail(Violation::new(msg, d));
             }
         }
         if self.depth > 0 && matches!(self.ctx_at(self.depth), Ctx::Parts(_)) {
@@ -775,7 +787,7 @@ impl Scanner {
             b'{' | b'[' => {
                 // The kind bitset holds 1024 levels.
                 if self.depth + 1 > self.policy.options.max_depth.min(1000) {
-                    return Err(self.parse_error(
+                    return fail(self.parse_error(
                         self.at(i),
                         &format!(
                             "nested deeper than {} levels",
@@ -844,7 +856,7 @@ impl Scanner {
                     _ => Num::Int,
                 });
             }
-            _ => return Err(self.parse_error(self.at(i), "expected a JSON value")),
+            _ => return fail(self.parse_error(self.at(i), "expected a JSON value")),
         }
         Ok(())
     }
@@ -859,11 +871,11 @@ impl Scanner {
 
     fn close(&mut self, b: u8, i: usize) -> Res {
         if self.depth == 0 {
-            return Err(self.parse_error(self.at(i), "unexpected closing bracket"));
+            return fail(self.parse_error(self.at(i), "unexpected closing bracket"));
         }
         let is_obj = self.top_is_object();
         if (b == b'}') != is_obj {
-            return Err(self.parse_error(self.at(i), "mismatched closing bracket"));
+            return fail(self.parse_error(self.at(i), "mismatched closing bracket"));
         }
         if self.ctx_at(self.depth) == Ctx::Part {
             self.end_part()?;
@@ -942,7 +954,7 @@ impl Scanner {
     }
 
     /// Inside a string: runs of plain bytes, escapes, and the closing quote.
-    fn string_body(&mut self, c: &[u8], mut i: usize) -> Result<usize, Violation> {
+    fn string_body(&mut self, c: &[u8], mut i: usize) -> Res<usize> {
         loop {
             if self.esc != Esc::None {
                 if i >= c.len() {
@@ -969,7 +981,7 @@ impl Scanner {
                 Some(j) => {
                     self.run(&window[..j], i)?;
                     if self.utf8_len != 0 {
-                        return Err(self.parse_error(self.at(i + j), "invalid UTF-8 in a string"));
+                        return fail(self.parse_error(self.at(i + j), "invalid UTF-8 in a string"));
                     }
                     i += j + 1;
                     if window[j] == b'"' {
@@ -990,7 +1002,7 @@ impl Scanner {
     }
 
     /// Fast path for base64: validate whole blocks that turn out to hold no quote or backslash.
-    fn inline_blocks(&mut self, rest: &[u8]) -> Result<usize, Violation> {
+    fn inline_blocks(&mut self, rest: &[u8]) -> Res<usize> {
         let mut done = 0;
         if self.probe.next_stop().is_some() {
             return Ok(0);
@@ -1036,14 +1048,14 @@ impl Scanner {
 
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
     /// Returns whether the run was plain ASCII.
-    fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Result<bool, Violation> {
+    fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res<bool> {
         // One pass for both questions (it vectorizes; an early exit would not).
         let (lo, hi) = s
             .iter()
             .fold((0xFFu8, 0u8), |(lo, hi), &b| (lo.min(b), hi | b));
         if hi < 0x80 && self.utf8_len == 0 {
             if lo < 0x20 {
-                return Err(self.parse_error(
+                return fail(self.parse_error(
                     self.at(i),
                     "control character inside a string (must be escaped)",
                 ));
@@ -1051,7 +1063,7 @@ impl Scanner {
             return Ok(true);
         }
         if lo < 0x20 {
-            return Err(self.parse_error(
+            return fail(self.parse_error(
                 self.at(i),
                 "control character inside a string (must be escaped)",
             ));
@@ -1068,7 +1080,7 @@ impl Scanner {
                 return Ok(false);
             }
             if std::str::from_utf8(&self.utf8[..width]).is_err() {
-                return Err(self.parse_error(self.at(i), "invalid UTF-8 in a string"));
+                return fail(self.parse_error(self.at(i), "invalid UTF-8 in a string"));
             }
             self.utf8_len = 0;
         }
@@ -1080,7 +1092,7 @@ impl Scanner {
                 self.utf8_len = tail.len() as u8;
                 Ok(false)
             }
-            Err(e) => Err(self.parse_error(
+            Err(e) => fail(self.parse_error(
                 self.at(i) + (e.valid_up_to() as u64),
                 "invalid UTF-8 in a string",
             )),
@@ -1104,7 +1116,7 @@ impl Scanner {
                         self.esc = Esc::Hex { n: 0, acc: 0 };
                         return Ok(());
                     }
-                    _ => return Err(self.parse_error(self.at(i), "invalid escape in a string")),
+                    _ => return fail(self.parse_error(self.at(i), "invalid escape in a string")),
                 };
                 self.esc = Esc::None;
                 self.escaped_char(ch, i)
@@ -1121,7 +1133,7 @@ impl Scanner {
                         Ok(())
                     }
                     0xDC00..=0xDFFF => {
-                        Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"))
+                        fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"))
                     }
                     _ => {
                         self.esc = Esc::None;
@@ -1132,14 +1144,14 @@ impl Scanner {
             }
             Esc::LowBackslash { hi } => {
                 if b != b'\\' {
-                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                    return fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
                 }
                 self.esc = Esc::LowU { hi };
                 Ok(())
             }
             Esc::LowU { hi } => {
                 if b != b'u' {
-                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                    return fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
                 }
                 self.esc = Esc::LowHex { hi, n: 0, acc: 0 };
                 Ok(())
@@ -1151,7 +1163,7 @@ impl Scanner {
                     return Ok(());
                 }
                 if !(0xDC00..=0xDFFF).contains(&acc) {
-                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                    return fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
                 }
                 self.esc = Esc::None;
                 let cp = 0x10000 + ((hi - 0xD800) << 10) + (acc - 0xDC00);
@@ -1161,9 +1173,9 @@ impl Scanner {
         }
     }
 
-    fn hex(&self, b: u8, i: usize) -> Result<u32, Violation> {
+    fn hex(&self, b: u8, i: usize) -> Res<u32> {
         (b as char).to_digit(16).ok_or_else(|| {
-            self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)")
+            Box::new(self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)"))
         })
     }
 
@@ -1192,7 +1204,7 @@ impl Scanner {
                 if enc.len() == 1 {
                     self.inline_push(enc, i)?;
                 } else {
-                    return Err(self.bad_base64());
+                    return fail(self.bad_base64());
                 }
             }
             StrRole::Skip | StrRole::SkipKey => {}
@@ -1236,7 +1248,7 @@ impl Scanner {
     /// the opening quote. Returns the index past the closing quote, or `None` to take the
     /// general path (nothing consumed then).
     #[inline]
-    fn fast_key(&mut self, c: &[u8], i: usize) -> Result<Option<usize>, Violation> {
+    fn fast_key(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
         let rest = &c[i..c.len().min(i + KEY_CAP)];
         let Some(n) = rest
             .iter()
@@ -1262,7 +1274,7 @@ impl Scanner {
     /// chunk): the same steps as the general path, without its per-byte dispatch. `i` is just
     /// past the opening quote; `None` = take the general path (nothing consumed).
     #[inline]
-    fn fast_value_string(&mut self, c: &[u8], i: usize) -> Result<Option<usize>, Violation> {
+    fn fast_value_string(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
         // The root and array elements of `parts` have bookkeeping of their own in start_value.
         if self.depth == 0 || matches!(self.ctx_at(self.depth), Ctx::Parts(_)) {
             return Ok(None);
@@ -1296,7 +1308,7 @@ impl Scanner {
         let d = self.depth as usize;
         let seen = self.seen[d];
         if seen & key.bit() != 0 {
-            return Err(self.duplicate_key(key, i));
+            return fail(self.duplicate_key(key, i));
         }
         let oneof = match ctx {
             Ctx::Part => PART_CONTENT,
@@ -1304,7 +1316,7 @@ impl Scanner {
             _ => 0,
         };
         if oneof & key.bit() != 0 && seen & oneof != 0 {
-            return Err(self.ambiguous(ctx, seen & oneof, key));
+            return fail(self.ambiguous(ctx, seen & oneof, key));
         }
         self.seen[d] |= key.bit();
         self.pending = match (ctx, key) {
@@ -1393,7 +1405,7 @@ impl Scanner {
                     self.part.index,
                     max
                 );
-                return Err(Violation::new(msg, d));
+                return fail(Violation::new(msg, d));
             }
         }
         Ok(())
@@ -1412,7 +1424,7 @@ impl Scanner {
             let (now, later) = s.split_at(take);
             self.probe.capture(pos, now);
             if self.b64.push(now).is_err() {
-                return Err(self.bad_base64());
+                return fail(self.bad_base64());
             }
             if self.probe.next_stop() == Some(self.b64.chars()) {
                 self.probe.at_stop(self.b64.alphabet());
@@ -1439,8 +1451,8 @@ impl Scanner {
             None
         };
         match (file, total) {
-            (Some((fl, fv)), Some((tl, tv))) => Err(if tl < fl { tv } else { fv }),
-            (Some((_, v)), None) | (None, Some((_, v))) => Err(v),
+            (Some((fl, fv)), Some((tl, tv))) => fail(if tl < fl { tv } else { fv }),
+            (Some((_, v)), None) | (None, Some((_, v))) => fail(v),
             (None, None) => Ok(()),
         }
     }
@@ -1448,7 +1460,7 @@ impl Scanner {
     fn end_inline(&mut self) -> Res {
         let size = match self.b64.finish() {
             Ok(size) => size,
-            Err(()) => return Err(self.bad_base64()),
+            Err(()) => return fail(self.bad_base64()),
         };
         self.probe.finish(self.b64.alphabet(), size);
         if let Content::Inline { field, .. } = self.part.content {
@@ -1648,7 +1660,7 @@ impl Scanner {
                         Key::MimeType
                     };
                     let t = self.type_name(slot).to_owned();
-                    return Err(self.media_type_violation(&t, Some(key), false));
+                    return fail(self.media_type_violation(&t, Some(key), false));
                 }
             }
         }
@@ -1671,7 +1683,7 @@ impl Scanner {
                 if let Some(info) = self.part.info[2] {
                     if part_end && !info.accepted {
                         let t = self.type_name(2).to_owned();
-                        return Err(self.media_type_violation(&t, None, true));
+                        return fail(self.media_type_violation(&t, None, true));
                     }
                 }
             }
@@ -1733,7 +1745,7 @@ impl Scanner {
             declared,
             what
         );
-        Err(Violation::new(msg, d))
+        fail(Violation::new(msg, d))
     }
 
     fn check_dims(&self, part_end: bool) -> Res {
@@ -1773,7 +1785,7 @@ impl Scanner {
                             max.height,
                             t
                         );
-                        return Err(Violation::new(msg, d));
+                        return fail(Violation::new(msg, d));
                     }
                 }
                 Dims::Unknown(_) => {
@@ -1793,7 +1805,7 @@ impl Scanner {
                             max.width,
                             max.height
                         );
-                        return Err(Violation::new(msg, d));
+                        return fail(Violation::new(msg, d));
                     }
                 }
             }
@@ -1858,7 +1870,7 @@ impl Scanner {
     fn check_text_length(&self) -> Res {
         if let Some(max) = self.policy.max_chars {
             if self.text_chars > max {
-                return Err(self.text_length_violation(max, false));
+                return fail(self.text_length_violation(max, false));
             }
         }
         Ok(())
@@ -1900,12 +1912,12 @@ impl Scanner {
                 human_bytes(self.text_bytes),
                 max
             );
-            return Err(Violation::new(msg, d));
+            return fail(Violation::new(msg, d));
         }
         let text = std::str::from_utf8(&self.text_buf).unwrap_or("");
         let result = tok.count_within(text, max);
         self.text_buf.clear();
-        if result.is_err() {
+        if result.is_none() {
             d.actual = Some(Amount::Tokens(max + 1));
             d.actual_is_lower_bound = true;
             let msg = format!(
@@ -1915,7 +1927,7 @@ impl Scanner {
                 tok.name(),
                 max
             );
-            return Err(Violation::new(msg, d));
+            return fail(Violation::new(msg, d));
         }
         Ok(())
     }
