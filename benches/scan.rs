@@ -260,6 +260,16 @@ fn ratios() {
     // SCAN_BENCH_BODY=file.json measures the scanner alone on that body (for profiling).
     if let Some(path) = std::env::var_os("SCAN_BENCH_BODY") {
         let body = std::fs::read(path).unwrap();
+        // SCAN_BENCH_ITERS=n: just scan n times (for callgrind, where timing means nothing).
+        if let Some(n) = std::env::var("SCAN_BENCH_ITERS")
+            .ok()
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            for _ in 0..n {
+                scan(&p, black_box(&body), CHUNK);
+            }
+            return;
+        }
         let mut cands: Vec<Candidate<'_>> =
             vec![("scanner", Box::new(|| scan(&p, black_box(&body), CHUNK)))];
         let m = medians(&mut cands, 30, Duration::from_millis(50));

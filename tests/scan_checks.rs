@@ -560,3 +560,42 @@ fn deep_nesting_is_bounded() {
     assert_eq!(v.data.reason, Reason::ParseError);
     assert!(v.message.contains("deeper than 128"));
 }
+
+#[test]
+fn token_counting_is_bounded_and_fails_closed() {
+    let options = ScanOptions {
+        token_buffer_bytes: 16,
+        ..ScanOptions::default()
+    };
+    let p = policy_with(
+        json!({"text": {"maxTokens": 8, "tokenizer": "cl100k_base"}}),
+        None,
+        options,
+    );
+    // Short enough to skip counting (8 bytes ≤ 8 tokens).
+    accept(&p, &rpc(json!([{"text": "12345678"}])));
+    // Longer than the buffer: refused rather than counted without bound.
+    let v = reject(&p, &rpc(json!([{"text": "word ".repeat(20)}])));
+    assert_eq!(v.data.reason, Reason::TextTokens);
+    assert!(v.message.contains("too long to count"), "{}", v.message);
+}
+
+#[test]
+fn rest_bodies_without_a_message_pass() {
+    let p = policy(json!({"files": {"maxCountPerRequest": 0}}));
+    assert!(scan(&p, BodyShape::Rest, b"[1, {\"message\": 2}]").is_ok());
+    assert!(scan(&p, BodyShape::Rest, b"\"just a string\"").is_ok());
+    assert!(scan(
+        &p,
+        BodyShape::Rest,
+        br#"{"message":{"parts":"not an array"}}"#
+    )
+    .is_ok());
+    let v = scan(
+        &p,
+        BodyShape::Rest,
+        br#"{"message":{"parts":[{"url":"https://x"}]}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(v.data.reason, Reason::FileCount);
+}

@@ -1279,14 +1279,22 @@ impl Scanner {
         if self.depth == 0 || matches!(self.ctx_at(self.depth), Ctx::Parts(_)) {
             return Ok(None);
         }
+        // Inline files are long: their own path validates them in blocks.
+        if matches!(self.pending, Role::Inline(_)) {
+            return Ok(None);
+        }
         let rest = &c[i..c.len().min(i + 256)];
-        let Some(n) = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
-        else {
+        let Some(n) = find_quote_or_backslash(rest) else {
             return Ok(None);
         };
         if rest[n] != b'"' {
+            return Ok(None);
+        }
+        // Printable ASCII only (one vectorized pass); anything else takes the general path.
+        let (lo, hi) = rest[..n]
+            .iter()
+            .fold((0xFFu8, 0u8), |(lo, hi), &b| (lo.min(b), hi | b));
+        if lo < 0x20 || hi >= 0x80 {
             return Ok(None);
         }
         let role = self.pending;
