@@ -599,3 +599,22 @@ fn rest_bodies_without_a_message_pass() {
     .unwrap_err();
     assert_eq!(v.data.reason, Reason::FileCount);
 }
+
+/// A JPEG whose last marker sits in a final, padded 16-character window that is complete before
+/// the string ends: the walk must give up, not spin.
+#[test]
+fn jpeg_marker_in_the_padded_last_window_ends_the_walk() {
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE1, 0x01, 0x21];
+    jpeg.extend(std::iter::repeat_n(0x55u8, 287));
+    jpeg.extend_from_slice(&[0xFF, 0xE2, 0x00, 0x04, 0, 0, 0, 0]);
+    assert_eq!(jpeg.len(), 301);
+    let p = policy(
+        json!({"files": {"perMimeType": {"image/jpeg": {"maxDimensions": {"width": 9, "height": 9}}}}}),
+    );
+    let v = reject(
+        &p,
+        &rpc(json!([{"mediaType": "image/jpeg", "raw": b64(&jpeg)}])),
+    );
+    assert_eq!(v.data.reason, Reason::DimensionsUnknown);
+    assert!(imagesize::blob_size(&jpeg).is_err());
+}

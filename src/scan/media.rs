@@ -343,6 +343,11 @@ impl Probe {
                     self.window_decoded_len =
                         decode_small(alphabet, &self.window, &mut self.window_decoded)
                             .map_or(0, |d| d.len());
+                    // A full window that still lacks the bytes ends in padding: the file ends
+                    // before the marker does (and looping here would never end).
+                    if self.bytes_at(o, want).is_none() {
+                        return self.give_up(UnknownWhy::Unreadable);
+                    }
                     continue;
                 }
                 return;
