@@ -1,4 +1,6 @@
 //! One test (at least) per check of the scanner and per field of its verdict.
+// The helpers return what Scanner::feed/finish return: the contract's Result<_, Violation>.
+#![allow(clippy::result_large_err)]
 
 use std::sync::Arc;
 
@@ -558,4 +560,62 @@ fn deep_nesting_is_bounded() {
     let v = scan_chunks(&p, BodyShape::JsonRpc, &[&body]).unwrap_err();
     assert_eq!(v.data.reason, Reason::ParseError);
     assert!(v.message.contains("deeper than 128"));
+}
+
+#[test]
+fn token_counting_is_bounded_and_fails_closed() {
+    let options = ScanOptions {
+        token_buffer_bytes: 16,
+        ..ScanOptions::default()
+    };
+    let p = policy_with(
+        json!({"text": {"maxTokens": 8, "tokenizer": "cl100k_base"}}),
+        None,
+        options,
+    );
+    // Short enough to skip counting (8 bytes ≤ 8 tokens).
+    accept(&p, &rpc(json!([{"text": "12345678"}])));
+    // Longer than the buffer: refused rather than counted without bound.
+    let v = reject(&p, &rpc(json!([{"text": "word ".repeat(20)}])));
+    assert_eq!(v.data.reason, Reason::TextTokens);
+    assert!(v.message.contains("too long to count"), "{}", v.message);
+}
+
+#[test]
+fn rest_bodies_without_a_message_pass() {
+    let p = policy(json!({"files": {"maxCountPerRequest": 0}}));
+    assert!(scan(&p, BodyShape::Rest, b"[1, {\"message\": 2}]").is_ok());
+    assert!(scan(&p, BodyShape::Rest, b"\"just a string\"").is_ok());
+    assert!(scan(
+        &p,
+        BodyShape::Rest,
+        br#"{"message":{"parts":"not an array"}}"#
+    )
+    .is_ok());
+    let v = scan(
+        &p,
+        BodyShape::Rest,
+        br#"{"message":{"parts":[{"url":"https://x"}]}}"#,
+    )
+    .unwrap_err();
+    assert_eq!(v.data.reason, Reason::FileCount);
+}
+
+/// A JPEG whose last marker sits in a final, padded 16-character window that is complete before
+/// the string ends: the walk must give up, not spin.
+#[test]
+fn jpeg_marker_in_the_padded_last_window_ends_the_walk() {
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE1, 0x01, 0x21];
+    jpeg.extend(std::iter::repeat_n(0x55u8, 287));
+    jpeg.extend_from_slice(&[0xFF, 0xE2, 0x00, 0x04, 0, 0, 0, 0]);
+    assert_eq!(jpeg.len(), 301);
+    let p = policy(
+        json!({"files": {"perMimeType": {"image/jpeg": {"maxDimensions": {"width": 9, "height": 9}}}}}),
+    );
+    let v = reject(
+        &p,
+        &rpc(json!([{"mediaType": "image/jpeg", "raw": b64(&jpeg)}])),
+    );
+    assert_eq!(v.data.reason, Reason::DimensionsUnknown);
+    assert!(imagesize::blob_size(&jpeg).is_err());
 }

@@ -78,6 +78,9 @@ impl<'de> serde::Deserialize<'de> for J {
     }
 }
 
+/// One perMimeType entry: (media type, max size, max dimensions).
+type MimeRuleSpec = (&'static str, Option<u64>, Option<(u64, u64)>);
+
 /// The limits, as the test knows them.
 #[derive(Debug, Clone)]
 struct Spec {
@@ -85,7 +88,7 @@ struct Spec {
     max_count: Option<u64>,
     max_per_file: Option<u64>,
     /// (media type, max size, max dims)
-    per_mime: Vec<(&'static str, Option<u64>, Option<(u64, u64)>)>,
+    per_mime: Vec<MimeRuleSpec>,
     accepted: Option<Vec<&'static str>>,
     max_chars: Option<u64>,
     max_tokens: Option<u64>,
@@ -143,7 +146,7 @@ impl Spec {
         Arc::new(Policy::new(&c, modes.as_deref(), options))
     }
 
-    fn rule(&self, t: &str) -> Option<&(&'static str, Option<u64>, Option<(u64, u64)>)> {
+    fn rule(&self, t: &str) -> Option<&MimeRuleSpec> {
         let top = t.split('/').next().unwrap();
         self.per_mime.iter().find(|r| r.0 == t).or_else(|| {
             self.per_mime
@@ -456,10 +459,8 @@ impl Ref<'_> {
             }
         }
         // Size: the rule's size for each type it is judged as, else the global limit.
-        if judged.is_empty() {
-            if self.spec.max_per_file.is_some_and(|m| size > m) {
-                self.add(Reason::FileSize);
-            }
+        if judged.is_empty() && self.spec.max_per_file.is_some_and(|m| size > m) {
+            self.add(Reason::FileSize);
         }
         for t in &judged {
             let limit = self

@@ -127,7 +127,7 @@ impl Base64Run {
             Alphabet::UrlSafe => URL_SAFE.check(piece).map_err(|_| ())?,
             Alphabet::Either => {
                 if STANDARD.check(piece).is_ok() {
-                    if URL_SAFE.check(piece).is_err() {
+                    if memchr::memchr2(b'+', b'/', piece).is_some() {
                         self.alphabet = Alphabet::Standard;
                     }
                 } else if URL_SAFE.check(piece).is_ok() {

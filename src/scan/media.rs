@@ -4,8 +4,9 @@
 
 use crate::scan::base64::{decode_small, Alphabet};
 
-/// Characters of each inline file kept for sniffing and imagesize (768 decoded bytes).
-pub(crate) const PREFIX_CHARS: usize = 1024;
+/// Characters of each inline file kept for sniffing and imagesize (48 decoded bytes: every
+/// magic number and every header imagesize reads, except JPEG's, which is walked instead).
+pub(crate) const PREFIX_CHARS: usize = 64;
 const PREFIX_BYTES: usize = PREFIX_CHARS / 4 * 3;
 /// A JPEG window covers decoded bytes [o, o+9): marker, length, and a SOF's height and width.
 const WINDOW_BYTES: u64 = 9;
@@ -132,9 +133,9 @@ enum Stage {
 /// Per-file probe state: the raw prefix characters, then (for JPEG) one small window at a time.
 #[derive(Debug, Clone)]
 pub(crate) struct Probe {
-    prefix: Box<[u8; PREFIX_CHARS]>,
+    prefix: [u8; PREFIX_CHARS],
     prefix_len: usize,
-    decoded: Box<[u8; PREFIX_BYTES]>,
+    decoded: [u8; PREFIX_BYTES],
     decoded_len: usize,
     stage: Stage,
     pub sniffed: Option<Format>,
@@ -154,9 +155,9 @@ pub(crate) struct Probe {
 impl Probe {
     pub fn new() -> Self {
         Probe {
-            prefix: Box::new([0; PREFIX_CHARS]),
+            prefix: [0; PREFIX_CHARS],
             prefix_len: 0,
-            decoded: Box::new([0; PREFIX_BYTES]),
+            decoded: [0; PREFIX_BYTES],
             decoded_len: 0,
             stage: Stage::Prefix,
             sniffed: None,
@@ -342,6 +343,11 @@ impl Probe {
                     self.window_decoded_len =
                         decode_small(alphabet, &self.window, &mut self.window_decoded)
                             .map_or(0, |d| d.len());
+                    // A full window that still lacks the bytes ends in padding: the file ends
+                    // before the marker does (and looping here would never end).
+                    if self.bytes_at(o, want).is_none() {
+                        return self.give_up(UnknownWhy::Unreadable);
+                    }
                     continue;
                 }
                 return;

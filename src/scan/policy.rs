@@ -129,28 +129,16 @@ impl Policy {
 
     /// The most specific per-MIME rule for a normalized media type: exact, then `type/*`, then `*/*`.
     pub(crate) fn rule_for(&self, media_type: &str) -> Option<&MimeRule> {
-        let top = media_type.split('/').next().unwrap_or("");
+        let top = top_level(media_type);
         self.per_mime
             .iter()
             .find(|r| r.pattern == media_type)
             .or_else(|| {
                 self.per_mime.iter().find(|r| {
-                    r.pattern
-                        .strip_suffix("/*")
-                        .is_some_and(|t| t != "*" && t == top)
+                    r.pattern != "*/*" && top_level(&r.pattern) == top && r.pattern.ends_with("/*")
                 })
             })
             .or_else(|| self.per_mime.iter().find(|r| r.pattern == "*/*"))
-    }
-
-    /// Size limit for a file of this (normalized) type and where it comes from.
-    pub(crate) fn size_limit_for(&self, media_type: &str) -> Option<(u64, SizeSource<'_>)> {
-        match self.rule_for(media_type) {
-            Some(rule) if rule.max_size.is_some() => {
-                rule.max_size.map(|l| (l, SizeSource::Mime(rule)))
-            }
-            _ => self.max_per_file.map(|l| (l, SizeSource::Global)),
-        }
     }
 
     pub(crate) fn accepts(&self, media_type: &str) -> bool {
@@ -161,9 +149,42 @@ impl Policy {
     }
 }
 
-pub(crate) enum SizeSource<'a> {
-    Global,
-    Mime(&'a MimeRule),
+/// What the policy says about one (normalized) media type, worked out once per part.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TypeInfo {
+    pub accepted: bool,
+    /// The size limit and the per-MIME rule it comes from (`None` = the global limit).
+    pub size: Option<(u64, Option<usize>)>,
+    /// The dimension limit and its rule.
+    pub dims: Option<(Dimensions, usize)>,
+    /// The format the type names, for sniffing.
+    pub claimed: Option<crate::scan::Format>,
+    /// `application/octet-stream`: says nothing about the content.
+    pub generic: bool,
+}
+
+impl Policy {
+    pub(crate) fn type_info(&self, t: &str) -> TypeInfo {
+        let rule = self.rule_for(t).map(|r| {
+            let idx = self
+                .per_mime
+                .iter()
+                .position(|x| std::ptr::eq(x, r))
+                .unwrap_or(0);
+            (idx, r)
+        });
+        let size = match rule {
+            Some((idx, r)) if r.max_size.is_some() => r.max_size.map(|l| (l, Some(idx))),
+            _ => self.max_per_file.map(|l| (l, None)),
+        };
+        TypeInfo {
+            accepted: self.accepts(t),
+            size,
+            dims: rule.and_then(|(idx, r)| r.max_dims.map(|d| (d, idx))),
+            claimed: crate::scan::Format::from_media_type(t),
+            generic: t == "application/octet-stream",
+        }
+    }
 }
 
 /// Lowercase `type/subtype` without parameters; `*` becomes `*/*`. `None` for an empty or
@@ -190,9 +211,14 @@ pub fn media_range_matches(range: &str, media_type: &str) -> bool {
     if range == "*/*" || range == media_type {
         return true;
     }
-    match range.strip_suffix("/*") {
-        Some(top) => media_type.split_once('/').is_some_and(|(t, _)| t == top),
-        None => false,
+    range.ends_with("/*") && top_level(range) == top_level(media_type)
+}
+
+/// `image` of `image/png` (byte search: this runs per part).
+fn top_level(t: &str) -> &str {
+    match t.as_bytes().iter().position(|&b| b == b'/') {
+        Some(i) => &t[..i],
+        None => t,
     }
 }
 
@@ -230,9 +256,9 @@ mod tests {
                 "image/*": {"maxSizeBytes": 50}, "Image/PNG": {"maxSizeBytes": 500}, "*/*": {"maxSizeBytes": 7}}}}),
             None,
         );
-        assert_eq!(p.size_limit_for("image/png").map(|l| l.0), Some(500));
-        assert_eq!(p.size_limit_for("image/gif").map(|l| l.0), Some(50));
-        assert_eq!(p.size_limit_for("text/plain").map(|l| l.0), Some(7));
+        assert_eq!(p.type_info("image/png").size.map(|l| l.0), Some(500));
+        assert_eq!(p.type_info("image/gif").size.map(|l| l.0), Some(50));
+        assert_eq!(p.type_info("text/plain").size.map(|l| l.0), Some(7));
         // A per-MIME limit above the global one raises the early cap.
         assert_eq!(p.early_file_cap, Some(500));
     }
@@ -244,10 +270,9 @@ mod tests {
                 "image/png": {"maxDimensions": {"width": 1, "height": 1}}}}}),
             None,
         );
-        assert!(matches!(
-            p.size_limit_for("image/png"),
-            Some((100, SizeSource::Global))
-        ));
+        assert!(matches!(p.type_info("image/png").size, Some((100, None))));
+        assert!(p.type_info("image/png").dims.is_some());
+        assert!(p.type_info("application/octet-stream").generic);
         assert_eq!(p.early_file_cap, Some(100));
     }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::scan::base64::Base64Run;
 use crate::scan::media::{Dims, Format, Probe};
-use crate::scan::policy::{normalize_media_type, Policy, SizeSource};
+use crate::scan::policy::{Policy, TypeInfo};
 use crate::scan::verdict::{human_bytes, Amount, Reason, Violation, ViolationData};
 use crate::scan::{BodyShape, SniffMode, SniffWarning, Summary, UnknownDimensions};
 
@@ -26,6 +26,8 @@ const ID_CAP: usize = 256;
 /// Base64 validated optimistically in blocks of this size (a multiple of 4).
 const BLOCK: usize = 32 * 1024;
 const MAX_SNIFF_WARNINGS: usize = 16;
+/// Longest media type kept; longer ones cannot name a real type and are judged as cut.
+const TYPE_CAP: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lex {
@@ -171,33 +173,164 @@ const FILE_CONTENT: u32 = (1 << Key::Bytes as u8)
     | (1 << Key::FileWithBytes as u8)
     | (1 << Key::FileWithUri as u8);
 
+/// A key of up to 16 bytes as one integer, so matching is a compare, not a memcmp.
+const fn pack(k: &[u8]) -> u128 {
+    let mut v = 0u128;
+    let mut i = 0;
+    while i < k.len() && i < 16 {
+        v |= (k[i] as u128) << (8 * i);
+        i += 1;
+    }
+    v
+}
+
 fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
-    Some(match (ctx, k) {
-        (Ctx::Root, b"jsonrpc") if shape == BodyShape::JsonRpc => Key::Jsonrpc,
-        (Ctx::Root, b"id") if shape == BodyShape::JsonRpc => Key::Id,
-        (Ctx::Root, b"method") if shape == BodyShape::JsonRpc => Key::Method,
-        (Ctx::Root, b"params") if shape == BodyShape::JsonRpc => Key::Params,
-        (Ctx::Root, b"message") if shape == BodyShape::Rest => Key::Message,
-        (Ctx::Params, b"message") => Key::Message,
-        (Ctx::Message, b"parts") => Key::Parts,
-        (Ctx::Message, b"content") => Key::Content,
-        (Ctx::Part, b"kind") => Key::Kind,
-        (Ctx::Part, b"text") => Key::Text,
-        (Ctx::Part, b"raw") => Key::Raw,
-        (Ctx::Part, b"url") => Key::Url,
-        (Ctx::Part, b"data") => Key::Data,
-        (Ctx::Part, b"mediaType" | b"media_type") => Key::MediaType,
-        (Ctx::Part, b"filename") => Key::Filename,
-        (Ctx::Part, b"file") => Key::File,
-        (Ctx::Part, b"metadata") => Key::Metadata,
-        (Ctx::File, b"bytes") => Key::Bytes,
-        (Ctx::File, b"uri") => Key::Uri,
-        (Ctx::File, b"fileWithBytes" | b"file_with_bytes") => Key::FileWithBytes,
-        (Ctx::File, b"fileWithUri" | b"file_with_uri") => Key::FileWithUri,
-        (Ctx::File, b"mimeType" | b"mime_type") => Key::MimeType,
-        (Ctx::File, b"name") => Key::Name,
+    if k.is_empty() || k.len() > 16 {
+        return None;
+    }
+    const JSONRPC: u128 = pack(b"jsonrpc");
+    const ID: u128 = pack(b"id");
+    const METHOD: u128 = pack(b"method");
+    const PARAMS: u128 = pack(b"params");
+    const MESSAGE: u128 = pack(b"message");
+    const PARTS: u128 = pack(b"parts");
+    const CONTENT: u128 = pack(b"content");
+    const KIND: u128 = pack(b"kind");
+    const TEXT: u128 = pack(b"text");
+    const RAW: u128 = pack(b"raw");
+    const URL: u128 = pack(b"url");
+    const DATA: u128 = pack(b"data");
+    const MEDIA_TYPE: u128 = pack(b"mediaType");
+    const MEDIA_TYPE_P: u128 = pack(b"media_type");
+    const FILENAME: u128 = pack(b"filename");
+    const FILE: u128 = pack(b"file");
+    const METADATA: u128 = pack(b"metadata");
+    const BYTES: u128 = pack(b"bytes");
+    const URI: u128 = pack(b"uri");
+    const FILE_WITH_BYTES: u128 = pack(b"fileWithBytes");
+    const FILE_WITH_BYTES_P: u128 = pack(b"file_with_bytes");
+    const FILE_WITH_URI: u128 = pack(b"fileWithUri");
+    const FILE_WITH_URI_P: u128 = pack(b"file_with_uri");
+    const MIME_TYPE: u128 = pack(b"mimeType");
+    const MIME_TYPE_P: u128 = pack(b"mime_type");
+    const NAME: u128 = pack(b"name");
+    // Keys never hold NUL raw, and `\u0000` makes a different (longer) key, so packing is exact.
+    let rpc = shape == BodyShape::JsonRpc;
+    let mut buf = [0u8; 16];
+    buf[..k.len()].copy_from_slice(k);
+    Some(match (ctx, u128::from_le_bytes(buf)) {
+        (Ctx::Root, JSONRPC) if rpc => Key::Jsonrpc,
+        (Ctx::Root, ID) if rpc => Key::Id,
+        (Ctx::Root, METHOD) if rpc => Key::Method,
+        (Ctx::Root, PARAMS) if rpc => Key::Params,
+        (Ctx::Root, MESSAGE) if !rpc => Key::Message,
+        (Ctx::Params, MESSAGE) => Key::Message,
+        (Ctx::Message, PARTS) => Key::Parts,
+        (Ctx::Message, CONTENT) => Key::Content,
+        (Ctx::Part, KIND) => Key::Kind,
+        (Ctx::Part, TEXT) => Key::Text,
+        (Ctx::Part, RAW) => Key::Raw,
+        (Ctx::Part, URL) => Key::Url,
+        (Ctx::Part, DATA) => Key::Data,
+        (Ctx::Part, MEDIA_TYPE | MEDIA_TYPE_P) => Key::MediaType,
+        (Ctx::Part, FILENAME) => Key::Filename,
+        (Ctx::Part, FILE) => Key::File,
+        (Ctx::Part, METADATA) => Key::Metadata,
+        (Ctx::File, BYTES) => Key::Bytes,
+        (Ctx::File, URI) => Key::Uri,
+        (Ctx::File, FILE_WITH_BYTES | FILE_WITH_BYTES_P) => Key::FileWithBytes,
+        (Ctx::File, FILE_WITH_URI | FILE_WITH_URI_P) => Key::FileWithUri,
+        (Ctx::File, MIME_TYPE | MIME_TYPE_P) => Key::MimeType,
+        (Ctx::File, NAME) => Key::Name,
         _ => return None,
     })
+}
+
+/// A string kept inline, without allocating; longer input is cut (at a character boundary).
+#[derive(Debug, Clone, Copy)]
+struct Small<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+    cut: bool,
+}
+
+impl<const N: usize> Small<N> {
+    const fn new() -> Self {
+        Small {
+            buf: [0; N],
+            len: 0,
+            cut: false,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.cut = false;
+    }
+
+    fn push(&mut self, s: &[u8]) {
+        let room = N - self.len;
+        let take = if s.len() > room {
+            self.cut = true;
+            let mut t = room;
+            while t > 0 && (s[t] & 0xC0) == 0x80 {
+                t -= 1;
+            }
+            t
+        } else {
+            s.len()
+        };
+        self.buf[self.len..self.len + take].copy_from_slice(&s[..take]);
+        self.len += take;
+    }
+
+    fn as_str(&self) -> &str {
+        let b = &self.buf[..self.len];
+        match std::str::from_utf8(b) {
+            Ok(s) => s,
+            Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or(""),
+        }
+    }
+
+    fn from_str(s: &str) -> Self {
+        let mut out = Self::new();
+        out.push(s.as_bytes());
+        out
+    }
+}
+
+/// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
+fn normalize_type(raw: &str) -> Option<Small<TYPE_CAP>> {
+    let b = raw.as_bytes();
+    let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
+    let essence = b[..end].trim_ascii();
+    let mut out = Small::<TYPE_CAP>::new();
+    if essence == b"*" {
+        out.push(b"*/*");
+        return Some(out);
+    }
+    let slash = essence.iter().position(|&c| c == b'/')?;
+    let (t, st) = (
+        essence[..slash].trim_ascii(),
+        essence[slash + 1..].trim_ascii(),
+    );
+    if t.is_empty() || st.is_empty() {
+        return None;
+    }
+    out.push(t);
+    out.push(b"/");
+    out.push(st);
+    out.buf[..out.len].make_ascii_lowercase();
+    Some(out)
+}
+
+/// A JSON-RPC id that is a plain integer, without a trip through serde_json.
+fn parse_id_number(text: &str) -> Option<Value> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.len() <= 18 && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse::<i64>().ok().map(Value::from);
+    }
+    serde_json::from_str::<Value>(text).ok()
 }
 
 /// What the value about to start means.
@@ -254,9 +387,11 @@ enum Content {
 struct PartState {
     index: u64,
     array: ArrayName,
-    types: [Option<String>; 2],
+    types: [Option<Small<TYPE_CAP>>; 2],
+    /// Per declared type, and for the sniffed type once the part ended: the policy's view.
+    info: [Option<TypeInfo>; 3],
     mode_checked: [bool; 2],
-    filename: Option<String>,
+    filename: Option<Small<CAPTURE_CAP>>,
     content: Content,
     sniff_warned: bool,
 }
@@ -267,6 +402,7 @@ impl PartState {
             index: 0,
             array: ArrayName::Parts,
             types: [None, None],
+            info: [None; 3],
             mode_checked: [false; 2],
             filename: None,
             content: Content::None,
@@ -298,14 +434,13 @@ pub struct Scanner {
     keybuf: [u8; KEY_CAP],
     key_len: usize,
     key_long: bool,
-    capture: String,
+    capture: Small<ID_CAP>,
     capture_for: CaptureFor,
-    capture_long: bool,
     lit: &'static [u8],
     lit_pos: u8,
     num_capture: bool,
     // request facts
-    method: Option<String>,
+    method: Option<Small<CAPTURE_CAP>>,
     id: Option<Value>,
     // the part being read
     part: PartState,
@@ -322,7 +457,12 @@ pub struct Scanner {
     failed: Option<Violation>,
 }
 
-type Res<T = ()> = Result<T, Violation>;
+/// Internally a violation travels boxed: results stay one word wide on the hot path.
+type Res<T = ()> = Result<T, Box<Violation>>;
+
+fn fail<T>(v: Violation) -> Res<T> {
+    Err(Box::new(v))
+}
 
 impl Scanner {
     pub fn new(policy: Arc<Policy>, shape: BodyShape) -> Self {
@@ -345,9 +485,8 @@ impl Scanner {
             keybuf: [0; KEY_CAP],
             key_len: 0,
             key_long: false,
-            capture: String::new(),
+            capture: Small::new(),
             capture_for: CaptureFor::Method,
-            capture_long: false,
             lit: b"",
             lit_pos: 0,
             num_capture: false,
@@ -374,7 +513,7 @@ impl Scanner {
 
     /// The JSON-RPC `method`, once seen (at most 256 bytes kept).
     pub fn method(&self) -> Option<&str> {
-        self.method.as_deref()
+        self.method.as_ref().map(Small::as_str)
     }
 
     pub fn bytes_scanned(&self) -> u64 {
@@ -383,29 +522,34 @@ impl Scanner {
 
     /// Feed the next piece of the body; `Err` as soon as a violation is certain (and again on
     /// every later call).
-    pub fn feed(&mut self, chunk: &[u8]) -> Res {
+    // The contract hands the violation over by value; it happens at most once per request.
+    #[allow(clippy::result_large_err)]
+    pub fn feed(&mut self, chunk: &[u8]) -> Result<(), Violation> {
         if let Some(v) = &self.failed {
             return Err(v.clone());
         }
         let r = self.feed_inner(chunk);
         self.base += chunk.len() as u64;
         self.summary.bytes = self.base;
-        if let Err(v) = &r {
-            self.failed = Some(v.clone());
-        }
-        r
+        r.map_err(|v| {
+            self.failed = Some((*v).clone());
+            *v
+        })
     }
 
     /// End of the body. A body cut short is a parse error.
+    #[allow(clippy::result_large_err)]
     pub fn finish(&mut self) -> Result<Summary, Violation> {
         if let Some(v) = &self.failed {
             return Err(v.clone());
         }
-        let r = self.finish_inner();
-        if let Err(v) = &r {
-            self.failed = Some(v.clone());
+        match self.finish_inner() {
+            Ok(()) => Ok(self.summary.clone()),
+            Err(v) => {
+                self.failed = Some((*v).clone());
+                Err(*v)
+            }
         }
-        r.map(|_| self.summary.clone())
     }
 
     fn finish_inner(&mut self) -> Res {
@@ -417,9 +561,9 @@ impl Scanner {
                 self.end_number()?;
                 Ok(())
             }
-            Lex::Value if self.depth == 0 => Err(self.parse_error(self.base, "the body is empty")),
+            Lex::Value if self.depth == 0 => fail(self.parse_error(self.base, "the body is empty")),
             _ => {
-                Err(self.parse_error(self.base, "the body ends before the JSON value is complete"))
+                fail(self.parse_error(self.base, "the body ends before the JSON value is complete"))
             }
         }
     }
@@ -441,6 +585,12 @@ impl Scanner {
                     if b == b']' && self.state == Lex::ArrayFirst {
                         self.close(b']', i)?;
                     } else {
+                        if b == b'"' {
+                            if let Some(next) = self.fast_value_string(c, i + 1)? {
+                                i = next;
+                                continue;
+                            }
+                        }
                         self.start_value(b, i)?;
                     }
                 }
@@ -450,11 +600,17 @@ impl Scanner {
                         continue;
                     }
                     if b == b'"' {
+                        if let Some(next) = self.fast_key(c, i + 1)? {
+                            i = next;
+                            continue;
+                        }
                         self.start_key();
                     } else if b == b'}' && self.state == Lex::ObjectFirst {
                         self.close(b'}', i)?;
                     } else {
-                        return Err(self.parse_error(self.at(i), "expected a key in double quotes"));
+                        return fail(
+                            self.parse_error(self.at(i), "expected a key in double quotes"),
+                        );
                     }
                 }
                 Lex::Colon => {
@@ -463,9 +619,22 @@ impl Scanner {
                         continue;
                     }
                     if b != b':' {
-                        return Err(self.parse_error(self.at(i), "expected ':' after a key"));
+                        return fail(self.parse_error(self.at(i), "expected ':' after a key"));
                     }
                     self.state = Lex::Value;
+                    // Most values follow the colon directly: start them without another dispatch.
+                    if let Some(&next) = c.get(i + 1) {
+                        if next == b'"' {
+                            if let Some(after) = self.fast_value_string(c, i + 2)? {
+                                i = after;
+                                continue;
+                            }
+                        }
+                        if !is_ws(next) {
+                            i += 1;
+                            self.start_value(next, i)?;
+                        }
+                    }
                 }
                 Lex::After => {
                     if is_ws(b) {
@@ -476,6 +645,14 @@ impl Scanner {
                         b',' => {
                             if self.top_is_object() {
                                 self.state = Lex::Key;
+                                if c.get(i + 1) == Some(&b'"') {
+                                    i += 1;
+                                    if let Some(next) = self.fast_key(c, i + 1)? {
+                                        i = next;
+                                        continue;
+                                    }
+                                    self.start_key();
+                                }
                             } else {
                                 self.state = Lex::Value;
                                 self.next_element();
@@ -483,7 +660,7 @@ impl Scanner {
                         }
                         b'}' | b']' => self.close(b, i)?,
                         _ => {
-                            return Err(self.parse_error(
+                            return fail(self.parse_error(
                                 self.at(i),
                                 "expected ',' or the end of the object or array",
                             ))
@@ -492,7 +669,7 @@ impl Scanner {
                 }
                 Lex::Lit => {
                     if b != self.lit[self.lit_pos as usize] {
-                        return Err(self.parse_error(
+                        return fail(self.parse_error(
                             self.at(i),
                             "invalid literal (expected true, false or null)",
                         ));
@@ -512,7 +689,7 @@ impl Scanner {
                         }
                         None => {
                             if !matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) {
-                                return Err(self.parse_error(self.at(i), "invalid number"));
+                                return fail(self.parse_error(self.at(i), "invalid number"));
                             }
                             self.end_number()?;
                             // The delimiter is handled by the next state.
@@ -522,8 +699,8 @@ impl Scanner {
                 }
                 Lex::Done => {
                     if !is_ws(b) {
-                        return Err(
-                            self.parse_error(self.at(i), "unexpected data after the JSON value")
+                        return fail(
+                            self.parse_error(self.at(i), "unexpected data after the JSON value"),
                         );
                     }
                 }
@@ -555,10 +732,10 @@ impl Scanner {
     fn end_number(&mut self) -> Res {
         if self.num_capture {
             self.num_capture = false;
-            self.id = if self.capture_long {
+            self.id = if self.capture.cut {
                 None
             } else {
-                serde_json::from_str::<Value>(&self.capture).ok()
+                parse_id_number(self.capture.as_str())
             };
         }
         self.value_done();
@@ -599,7 +776,7 @@ impl Scanner {
                 "a JSON-RPC request must be a JSON object"
             };
             if matches!(b, b'[' | b'"' | b't' | b'f' | b'n' | b'-' | b'0'..=b'9') {
-                return Err(Violation::new(msg, d));
+                return fail(Violation::new(msg, d));
             }
         }
         if self.depth > 0 && matches!(self.ctx_at(self.depth), Ctx::Parts(_)) {
@@ -610,7 +787,7 @@ impl Scanner {
             b'{' | b'[' => {
                 // The kind bitset holds 1024 levels.
                 if self.depth + 1 > self.policy.options.max_depth.min(1000) {
-                    return Err(self.parse_error(
+                    return fail(self.parse_error(
                         self.at(i),
                         &format!(
                             "nested deeper than {} levels",
@@ -670,7 +847,6 @@ impl Scanner {
                 self.num_capture = role == Role::Id;
                 if self.num_capture {
                     self.capture.clear();
-                    self.capture_long = false;
                     self.capture_for = CaptureFor::Id;
                     self.push_capture_bytes(&[b]);
                 }
@@ -680,7 +856,7 @@ impl Scanner {
                     _ => Num::Int,
                 });
             }
-            _ => return Err(self.parse_error(self.at(i), "expected a JSON value")),
+            _ => return fail(self.parse_error(self.at(i), "expected a JSON value")),
         }
         Ok(())
     }
@@ -695,11 +871,11 @@ impl Scanner {
 
     fn close(&mut self, b: u8, i: usize) -> Res {
         if self.depth == 0 {
-            return Err(self.parse_error(self.at(i), "unexpected closing bracket"));
+            return fail(self.parse_error(self.at(i), "unexpected closing bracket"));
         }
         let is_obj = self.top_is_object();
         if (b == b'}') != is_obj {
-            return Err(self.parse_error(self.at(i), "mismatched closing bracket"));
+            return fail(self.parse_error(self.at(i), "mismatched closing bracket"));
         }
         if self.ctx_at(self.depth) == Ctx::Part {
             self.end_part()?;
@@ -769,33 +945,16 @@ impl Scanner {
 
     fn begin_capture(&mut self, what: CaptureFor) -> StrRole {
         self.capture.clear();
-        self.capture_long = false;
         self.capture_for = what;
         StrRole::Capture
     }
 
     fn push_capture_bytes(&mut self, s: &[u8]) {
-        let cap = if self.capture_for == CaptureFor::Id {
-            ID_CAP
-        } else {
-            CAPTURE_CAP
-        };
-        let room = cap.saturating_sub(self.capture.len());
-        if s.len() > room {
-            self.capture_long = true;
-        }
-        // Callers hand in whole UTF-8 sequences or validated runs; cut on a char boundary.
-        let mut take = s.len().min(room);
-        while take > 0 && take < s.len() && (s[take] & 0xC0) == 0x80 {
-            take -= 1;
-        }
-        if let Ok(t) = std::str::from_utf8(&s[..take]) {
-            self.capture.push_str(t);
-        }
+        self.capture.push(s);
     }
 
     /// Inside a string: runs of plain bytes, escapes, and the closing quote.
-    fn string_body(&mut self, c: &[u8], mut i: usize) -> Result<usize, Violation> {
+    fn string_body(&mut self, c: &[u8], mut i: usize) -> Res<usize> {
         loop {
             if self.esc != Esc::None {
                 if i >= c.len() {
@@ -818,11 +977,11 @@ impl Scanner {
             } else {
                 rest
             };
-            match memchr2(b'"', b'\\', window) {
+            match find_quote_or_backslash(window) {
                 Some(j) => {
                     self.run(&window[..j], i)?;
                     if self.utf8_len != 0 {
-                        return Err(self.parse_error(self.at(i + j), "invalid UTF-8 in a string"));
+                        return fail(self.parse_error(self.at(i + j), "invalid UTF-8 in a string"));
                     }
                     i += j + 1;
                     if window[j] == b'"' {
@@ -843,7 +1002,7 @@ impl Scanner {
     }
 
     /// Fast path for base64: validate whole blocks that turn out to hold no quote or backslash.
-    fn inline_blocks(&mut self, rest: &[u8]) -> Result<usize, Violation> {
+    fn inline_blocks(&mut self, rest: &[u8]) -> Res<usize> {
         let mut done = 0;
         if self.probe.next_stop().is_some() {
             return Ok(0);
@@ -867,7 +1026,7 @@ impl Scanner {
         match self.str_role {
             StrRole::Inline => self.inline_push(s, i),
             role => {
-                self.validate_utf8(s, i)?;
+                let ascii = self.validate_utf8(s, i)?;
                 match role {
                     StrRole::Key => {
                         let room = KEY_CAP - self.key_len;
@@ -879,7 +1038,7 @@ impl Scanner {
                         }
                     }
                     StrRole::Capture => self.push_capture_bytes(s),
-                    StrRole::Text => self.text_run(s)?,
+                    StrRole::Text => self.text_run(s, ascii)?,
                     _ => {}
                 }
                 Ok(())
@@ -888,9 +1047,23 @@ impl Scanner {
     }
 
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
-    fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res {
-        if s.iter().fold(false, |bad, &b| bad | (b < 0x20)) {
-            return Err(self.parse_error(
+    /// Returns whether the run was plain ASCII.
+    fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res<bool> {
+        // One pass for both questions (it vectorizes; an early exit would not).
+        let (lo, hi) = s
+            .iter()
+            .fold((0xFFu8, 0u8), |(lo, hi), &b| (lo.min(b), hi | b));
+        if hi < 0x80 && self.utf8_len == 0 {
+            if lo < 0x20 {
+                return fail(self.parse_error(
+                    self.at(i),
+                    "control character inside a string (must be escaped)",
+                ));
+            }
+            return Ok(true);
+        }
+        if lo < 0x20 {
+            return fail(self.parse_error(
                 self.at(i),
                 "control character inside a string (must be escaped)",
             ));
@@ -904,25 +1077,22 @@ impl Scanner {
             self.utf8_len += take as u8;
             s = &s[take..];
             if (self.utf8_len as usize) < width {
-                return Ok(());
+                return Ok(false);
             }
             if std::str::from_utf8(&self.utf8[..width]).is_err() {
-                return Err(self.parse_error(self.at(i), "invalid UTF-8 in a string"));
+                return fail(self.parse_error(self.at(i), "invalid UTF-8 in a string"));
             }
             self.utf8_len = 0;
         }
-        if s.is_ascii() {
-            return Ok(());
-        }
         match std::str::from_utf8(s) {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(false),
             Err(e) if e.error_len().is_none() => {
                 let tail = &s[e.valid_up_to()..];
                 self.utf8[..tail.len()].copy_from_slice(tail);
                 self.utf8_len = tail.len() as u8;
-                Ok(())
+                Ok(false)
             }
-            Err(e) => Err(self.parse_error(
+            Err(e) => fail(self.parse_error(
                 self.at(i) + (e.valid_up_to() as u64),
                 "invalid UTF-8 in a string",
             )),
@@ -946,7 +1116,7 @@ impl Scanner {
                         self.esc = Esc::Hex { n: 0, acc: 0 };
                         return Ok(());
                     }
-                    _ => return Err(self.parse_error(self.at(i), "invalid escape in a string")),
+                    _ => return fail(self.parse_error(self.at(i), "invalid escape in a string")),
                 };
                 self.esc = Esc::None;
                 self.escaped_char(ch, i)
@@ -963,7 +1133,7 @@ impl Scanner {
                         Ok(())
                     }
                     0xDC00..=0xDFFF => {
-                        Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"))
+                        fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"))
                     }
                     _ => {
                         self.esc = Esc::None;
@@ -974,14 +1144,14 @@ impl Scanner {
             }
             Esc::LowBackslash { hi } => {
                 if b != b'\\' {
-                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                    return fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
                 }
                 self.esc = Esc::LowU { hi };
                 Ok(())
             }
             Esc::LowU { hi } => {
                 if b != b'u' {
-                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                    return fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
                 }
                 self.esc = Esc::LowHex { hi, n: 0, acc: 0 };
                 Ok(())
@@ -993,7 +1163,7 @@ impl Scanner {
                     return Ok(());
                 }
                 if !(0xDC00..=0xDFFF).contains(&acc) {
-                    return Err(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
+                    return fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
                 }
                 self.esc = Esc::None;
                 let cp = 0x10000 + ((hi - 0xD800) << 10) + (acc - 0xDC00);
@@ -1003,9 +1173,9 @@ impl Scanner {
         }
     }
 
-    fn hex(&self, b: u8, i: usize) -> Result<u32, Violation> {
+    fn hex(&self, b: u8, i: usize) -> Res<u32> {
         (b as char).to_digit(16).ok_or_else(|| {
-            self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)")
+            Box::new(self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)"))
         })
     }
 
@@ -1034,7 +1204,7 @@ impl Scanner {
                 if enc.len() == 1 {
                     self.inline_push(enc, i)?;
                 } else {
-                    return Err(self.bad_base64());
+                    return fail(self.bad_base64());
                 }
             }
             StrRole::Skip | StrRole::SkipKey => {}
@@ -1071,6 +1241,73 @@ impl Scanner {
         } else {
             lookup_key(ctx, self.shape, &self.keybuf[..self.key_len])
         };
+        self.key_found(ctx, key, i)
+    }
+
+    /// Fast path for the common key: short, plain ASCII, whole in this chunk. `i` is just past
+    /// the opening quote. Returns the index past the closing quote, or `None` to take the
+    /// general path (nothing consumed then).
+    #[inline]
+    fn fast_key(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
+        let rest = &c[i..c.len().min(i + KEY_CAP)];
+        let Some(n) = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
+        else {
+            return Ok(None);
+        };
+        if rest[n] != b'"' {
+            return Ok(None);
+        }
+        let ctx = self.ctx_at(self.depth);
+        if ctx == Ctx::Skip {
+            self.pending = Role::Skip;
+        } else {
+            let key = lookup_key(ctx, self.shape, &rest[..n]);
+            self.key_found(ctx, key, i + n)?;
+        }
+        self.state = Lex::Colon;
+        Ok(Some(i + n + 1))
+    }
+
+    /// Fast path for a short plain string value (printable ASCII, no escapes, whole in this
+    /// chunk): the same steps as the general path, without its per-byte dispatch. `i` is just
+    /// past the opening quote; `None` = take the general path (nothing consumed).
+    #[inline]
+    fn fast_value_string(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
+        // The root and array elements of `parts` have bookkeeping of their own in start_value.
+        if self.depth == 0 || matches!(self.ctx_at(self.depth), Ctx::Parts(_)) {
+            return Ok(None);
+        }
+        // Inline files are long: their own path validates them in blocks.
+        if matches!(self.pending, Role::Inline(_)) {
+            return Ok(None);
+        }
+        let rest = &c[i..c.len().min(i + 256)];
+        let Some(n) = find_quote_or_backslash(rest) else {
+            return Ok(None);
+        };
+        if rest[n] != b'"' {
+            return Ok(None);
+        }
+        // Printable ASCII only (one vectorized pass); anything else takes the general path.
+        let (lo, hi) = rest[..n]
+            .iter()
+            .fold((0xFFu8, 0u8), |(lo, hi), &b| (lo.min(b), hi | b));
+        if lo < 0x20 || hi >= 0x80 {
+            return Ok(None);
+        }
+        let role = self.pending;
+        self.pending = Role::Skip;
+        self.start_string_value(role, i - 1)?;
+        if n > 0 {
+            self.run(&rest[..n], i)?;
+        }
+        self.end_string(i + n)?;
+        Ok(Some(i + n + 1))
+    }
+
+    fn key_found(&mut self, ctx: Ctx, key: Option<Key>, i: usize) -> Res {
         self.key = key;
         let Some(key) = key else {
             self.pending = Role::Skip;
@@ -1079,7 +1316,7 @@ impl Scanner {
         let d = self.depth as usize;
         let seen = self.seen[d];
         if seen & key.bit() != 0 {
-            return Err(self.duplicate_key(key, i));
+            return fail(self.duplicate_key(key, i));
         }
         let oneof = match ctx {
             Ctx::Part => PART_CONTENT,
@@ -1087,7 +1324,7 @@ impl Scanner {
             _ => 0,
         };
         if oneof & key.bit() != 0 && seen & oneof != 0 {
-            return Err(self.ambiguous(ctx, seen & oneof, key));
+            return fail(self.ambiguous(ctx, seen & oneof, key));
         }
         self.seen[d] |= key.bit();
         self.pending = match (ctx, key) {
@@ -1113,29 +1350,29 @@ impl Scanner {
     }
 
     fn end_capture(&mut self) -> Res {
-        let value = std::mem::take(&mut self.capture);
+        let value = self.capture.as_str();
         match self.capture_for {
-            CaptureFor::Method => self.method = Some(value.clone()),
+            CaptureFor::Method => self.method = Some(Small::from_str(value)),
             CaptureFor::Id => {
-                self.id = if self.capture_long {
+                self.id = if self.capture.cut {
                     None
                 } else {
-                    Some(Value::String(value.clone()))
+                    Some(Value::String(value.to_owned()))
                 };
             }
             CaptureFor::Filename => {
                 if self.part.filename.is_none() {
-                    self.part.filename = Some(value.clone());
+                    self.part.filename = Some(Small::from_str(value));
                 }
             }
             CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
                 let slot = usize::from(self.capture_for == CaptureFor::FileMimeType);
-                self.part.types[slot] = normalize_media_type(&value);
+                let t = normalize_type(value);
+                self.part.info[slot] = t.map(|t| self.policy.type_info(t.as_str()));
+                self.part.types[slot] = t;
                 self.check_part(false)?;
             }
         }
-        self.capture = value;
-        self.capture.clear();
         Ok(())
     }
 
@@ -1148,6 +1385,7 @@ impl Scanner {
         p.index = index;
         p.array = array;
         p.types = [None, None];
+        p.info = [None; 3];
         p.mode_checked = [false; 2];
         p.filename = None;
         p.content = Content::None;
@@ -1175,7 +1413,7 @@ impl Scanner {
                     self.part.index,
                     max
                 );
-                return Err(Violation::new(msg, d));
+                return fail(Violation::new(msg, d));
             }
         }
         Ok(())
@@ -1194,7 +1432,7 @@ impl Scanner {
             let (now, later) = s.split_at(take);
             self.probe.capture(pos, now);
             if self.b64.push(now).is_err() {
-                return Err(self.bad_base64());
+                return fail(self.bad_base64());
             }
             if self.probe.next_stop() == Some(self.b64.chars()) {
                 self.probe.at_stop(self.b64.alphabet());
@@ -1221,8 +1459,8 @@ impl Scanner {
             None
         };
         match (file, total) {
-            (Some((fl, fv)), Some((tl, tv))) => Err(if tl < fl { tv } else { fv }),
-            (Some((_, v)), None) | (None, Some((_, v))) => Err(v),
+            (Some((fl, fv)), Some((tl, tv))) => fail(if tl < fl { tv } else { fv }),
+            (Some((_, v)), None) | (None, Some((_, v))) => fail(v),
             (None, None) => Ok(()),
         }
     }
@@ -1230,7 +1468,7 @@ impl Scanner {
     fn end_inline(&mut self) -> Res {
         let size = match self.b64.finish() {
             Ok(size) => size,
-            Err(()) => return Err(self.bad_base64()),
+            Err(()) => return fail(self.bad_base64()),
         };
         self.probe.finish(self.b64.alphabet(), size);
         if let Content::Inline { field, .. } = self.part.content {
@@ -1274,12 +1512,11 @@ impl Scanner {
             .types
             .iter()
             .enumerate()
-            .filter_map(|(i, t)| t.as_deref().map(|t| (i, t)))
+            .filter_map(|(i, t)| t.as_ref().map(|t| (i, t.as_str())))
     }
 
     fn has_specific_type(&self) -> bool {
-        self.declared()
-            .any(|(_, t)| t != "application/octet-stream")
+        self.part.info[..2].iter().flatten().any(|i| !i.generic)
     }
 
     /// Per-file size against the limits of the declared type(s); before any type is known only
@@ -1291,28 +1528,23 @@ impl Scanner {
         part_end: bool,
     ) -> Option<(u64, Violation)> {
         let p = &self.policy;
-        let mut types: [Option<&str>; 3] = [None; 3];
-        for (i, t) in self.declared() {
-            types[i] = Some(t);
-        }
-        if part_end && !self.has_specific_type() {
-            types[2] = self.probe_sniffed().map(Format::media_type);
-        }
-        let any_type = types.iter().any(Option::is_some);
+        let infos = self.judged_infos(part_end);
+        let any_type = infos.iter().any(Option::is_some);
         // The smallest broken limit is the one crossed first.
-        let broken = types
-            .into_iter()
-            .flatten()
-            .filter_map(|t| {
-                p.size_limit_for(t)
-                    .map(|(limit, source)| (limit, t, source))
+        let broken = infos
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, i)| {
+                i.and_then(|i| i.size)
+                    .map(|(limit, rule)| (limit, slot, rule))
             })
             .filter(|(limit, _, _)| size > *limit)
             .min_by_key(|(limit, _, _)| *limit);
-        if let Some((limit, t, source)) = broken {
+        if let Some((limit, slot, rule)) = broken {
+            let t = self.type_name(slot);
             return Some((
                 limit,
-                self.size_violation(size, exact, limit, Some((t, source))),
+                self.size_violation(size, exact, limit, Some((t, rule))),
             ));
         }
         if !any_type {
@@ -1330,6 +1562,23 @@ impl Scanner {
         None
     }
 
+    /// The type infos a file is judged by: its declared types, and at the part's end the
+    /// sniffed type when nothing specific was declared.
+    fn judged_infos(&self, part_end: bool) -> [Option<TypeInfo>; 3] {
+        let mut infos = self.part.info;
+        if !part_end {
+            infos[2] = None;
+        }
+        infos
+    }
+
+    fn type_name(&self, slot: usize) -> &str {
+        match slot {
+            0 | 1 => self.part.types[slot].as_ref().map_or("", |t| t.as_str()),
+            _ => self.probe_sniffed().map_or("", Format::media_type),
+        }
+    }
+
     fn probe_sniffed(&self) -> Option<Format> {
         match self.part.content {
             Content::Inline { .. } if self.probe.sniff_ready => self.probe.sniffed,
@@ -1342,19 +1591,19 @@ impl Scanner {
         size: u64,
         exact: bool,
         limit: u64,
-        typed: Option<(&str, SizeSource<'_>)>,
+        typed: Option<(&str, Option<usize>)>,
     ) -> Violation {
         let p = &self.policy;
         let (reason, constraint, per) = match typed {
-            Some((t, SizeSource::Mime(rule))) => (
+            Some((t, Some(rule))) => (
                 Reason::MimeSize,
                 format!(
                     "files.perMimeType[{}].maxSizeBytes",
-                    Value::String(rule.key.clone())
+                    Value::String(p.per_mime[rule].key.clone())
                 ),
                 format!("per {t} file"),
             ),
-            Some((_, SizeSource::Global)) => (
+            Some((_, None)) => (
                 Reason::FileSize,
                 "files.maxSizePerFileBytes".to_owned(),
                 "per file".to_owned(),
@@ -1410,17 +1659,23 @@ impl Scanner {
             if self.part.mode_checked[slot] {
                 continue;
             }
-            if let Some(t) = self.part.types[slot].clone() {
+            if let Some(info) = self.part.info[slot] {
                 self.part.mode_checked[slot] = true;
-                if !self.policy.accepts(&t) {
+                if !info.accepted {
                     let key = if slot == 0 {
                         Key::MediaType
                     } else {
                         Key::MimeType
                     };
-                    return Err(self.media_type_violation(&t, Some(key), false));
+                    let t = self.type_name(slot).to_owned();
+                    return fail(self.media_type_violation(&t, Some(key), false));
                 }
             }
+        }
+        if part_end && !self.has_specific_type() {
+            self.part.info[2] = self
+                .probe_sniffed()
+                .map(|f| self.policy.type_info(f.media_type()));
         }
         match self.part.content {
             Content::Inline { ended, size, .. } => {
@@ -1433,11 +1688,10 @@ impl Scanner {
                 self.check_sizes(size, exact, part_end, !ended)?;
                 self.check_sniff()?;
                 self.check_dims(part_end)?;
-                if part_end && !self.has_specific_type() {
-                    if let Some(f) = self.probe_sniffed() {
-                        if !self.policy.accepts(f.media_type()) {
-                            return Err(self.media_type_violation(f.media_type(), None, true));
-                        }
+                if let Some(info) = self.part.info[2] {
+                    if part_end && !info.accepted {
+                        let t = self.type_name(2).to_owned();
+                        return fail(self.media_type_violation(&t, None, true));
                     }
                 }
             }
@@ -1451,24 +1705,20 @@ impl Scanner {
             return Ok(());
         }
         let sniffed = self.probe.sniffed;
-        let mut mismatch = None;
-        for (slot, t) in self.declared() {
-            if t == "application/octet-stream" {
-                continue;
-            }
-            let claimed = Format::from_media_type(t);
-            let bad = match claimed {
+        let mismatch = (0..2).find(|&slot| match self.part.info[slot] {
+            Some(info) if !info.generic => match info.claimed {
                 Some(f) => sniffed != Some(f),
                 None => sniffed.is_some(),
-            };
-            if bad {
-                mismatch = Some((slot, t.to_owned()));
-                break;
-            }
-        }
-        let Some((slot, declared)) = mismatch else {
+            },
+            _ => false,
+        });
+        let Some(slot) = mismatch else {
             return Ok(());
         };
+        if self.part.sniff_warned {
+            return Ok(());
+        }
+        let declared = self.type_name(slot).to_owned();
         if self.policy.options.sniff == SniffMode::Warn {
             if !self.part.sniff_warned && self.summary.sniff_warnings.len() < MAX_SNIFF_WARNINGS {
                 self.summary.sniff_warnings.push(SniffWarning {
@@ -1503,32 +1753,31 @@ impl Scanner {
             declared,
             what
         );
-        Err(Violation::new(msg, d))
+        fail(Violation::new(msg, d))
     }
 
     fn check_dims(&self, part_end: bool) -> Res {
-        let mut types: [Option<&str>; 3] = [None; 3];
-        for (i, t) in self.declared() {
-            types[i] = Some(t);
+        if self.probe.dims == Dims::Pending {
+            return Ok(());
         }
-        if part_end && !self.has_specific_type() {
-            types[2] = self.probe_sniffed().map(Format::media_type);
-        }
-        for t in types.into_iter().flatten() {
-            let Some(rule) = self.policy.rule_for(t) else {
+        let infos = self.judged_infos(part_end);
+        for (slot, info) in infos.iter().enumerate() {
+            let Some((max, rule)) = info.and_then(|i| i.dims) else {
                 continue;
             };
-            let Some(max) = rule.max_dims else { continue };
-            let constraint = format!(
-                "files.perMimeType[{}].maxDimensions",
-                Value::String(rule.key.clone())
-            );
+            let t = self.type_name(slot);
+            let constraint = || {
+                format!(
+                    "files.perMimeType[{}].maxDimensions",
+                    Value::String(self.policy.per_mime[rule].key.clone())
+                )
+            };
             match self.probe.dims {
                 Dims::Pending => {}
                 Dims::Found { width, height } => {
                     if width > max.width || height > max.height {
                         let mut d = self.part_data(Reason::Dimensions, self.inline_field());
-                        d.constraint = Some(constraint);
+                        d.constraint = Some(constraint());
                         d.limit = Some(Amount::Dims {
                             width: max.width,
                             height: max.height,
@@ -1544,13 +1793,13 @@ impl Scanner {
                             max.height,
                             t
                         );
-                        return Err(Violation::new(msg, d));
+                        return fail(Violation::new(msg, d));
                     }
                 }
                 Dims::Unknown(_) => {
                     if self.policy.options.unknown_dimensions == UnknownDimensions::Reject {
                         let mut d = self.part_data(Reason::DimensionsUnknown, self.inline_field());
-                        d.constraint = Some(constraint);
+                        d.constraint = Some(constraint());
                         d.limit = Some(Amount::Dims {
                             width: max.width,
                             height: max.height,
@@ -1564,7 +1813,7 @@ impl Scanner {
                             max.width,
                             max.height
                         );
-                        return Err(Violation::new(msg, d));
+                        return fail(Violation::new(msg, d));
                     }
                 }
             }
@@ -1601,9 +1850,13 @@ impl Scanner {
 
     // ---- text -------------------------------------------------------------------------------
 
-    fn text_run(&mut self, s: &[u8]) -> Res {
+    fn text_run(&mut self, s: &[u8], ascii: bool) -> Res {
         // Count scalar values: every byte that is not a UTF-8 continuation byte.
-        let starts = s.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64;
+        let starts = if ascii {
+            s.len() as u64
+        } else {
+            s.iter().filter(|&&b| (b as i8) >= -0x40).count() as u64
+        };
         self.text_chars += starts;
         self.text_append(s);
         self.check_text_length()
@@ -1625,7 +1878,7 @@ impl Scanner {
     fn check_text_length(&self) -> Res {
         if let Some(max) = self.policy.max_chars {
             if self.text_chars > max {
-                return Err(self.text_length_violation(max, false));
+                return fail(self.text_length_violation(max, false));
             }
         }
         Ok(())
@@ -1667,12 +1920,12 @@ impl Scanner {
                 human_bytes(self.text_bytes),
                 max
             );
-            return Err(Violation::new(msg, d));
+            return fail(Violation::new(msg, d));
         }
         let text = std::str::from_utf8(&self.text_buf).unwrap_or("");
         let result = tok.count_within(text, max);
         self.text_buf.clear();
-        if result.is_err() {
+        if result.is_none() {
             d.actual = Some(Amount::Tokens(max + 1));
             d.actual_is_lower_bound = true;
             let msg = format!(
@@ -1682,7 +1935,7 @@ impl Scanner {
                 tok.name(),
                 max
             );
-            return Err(Violation::new(msg, d));
+            return fail(Violation::new(msg, d));
         }
         Ok(())
     }
@@ -1732,7 +1985,7 @@ impl Scanner {
     fn part_data(&self, reason: Reason, field: Option<Key>) -> ViolationData {
         let mut d = ViolationData::new(reason);
         d.part_index = Some(self.part.index);
-        d.filename = self.part.filename.clone();
+        d.filename = self.part.filename.as_ref().map(|f| f.as_str().to_owned());
         d.media_type = self.declared().map(|(_, t)| t.to_owned()).next();
         d.field = Some(match field {
             Some(k) => self.field_path(k),
@@ -1745,7 +1998,7 @@ impl Scanner {
     fn describe_part(&self) -> String {
         let mut bits: Vec<&str> = Vec::new();
         if let Some(f) = &self.part.filename {
-            bits.push(f);
+            bits.push(f.as_str());
         }
         if let Some((_, t)) = self.declared().next() {
             bits.push(t);
@@ -1846,6 +2099,21 @@ impl Scanner {
         let mut d = ViolationData::new(Reason::ParseError);
         d.offset = Some(offset);
         Violation::new(format!("invalid JSON at byte {offset}: {what}"), d)
+    }
+}
+
+/// Keys and most values are short: a plain loop beats memchr2's setup for the first bytes.
+#[inline]
+fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
+    const SHORT: usize = 16;
+    let n = s.len().min(SHORT);
+    if let Some(i) = s[..n].iter().position(|&b| b == b'"' || b == b'\\') {
+        return Some(i);
+    }
+    if s.len() > SHORT {
+        memchr2(b'"', b'\\', &s[SHORT..]).map(|j| j + SHORT)
+    } else {
+        None
     }
 }
 

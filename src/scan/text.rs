@@ -36,18 +36,16 @@ impl Tokenizer {
         self.inner().count(text) as u64
     }
 
-    /// `Ok(count)` when `count <= limit`, else `Err(())`; stops as soon as the limit is passed.
-    pub fn count_within(self, text: &str, limit: u64) -> Result<u64, ()> {
+    /// `Some(count)` when `count <= limit`, else `None`; stops as soon as the limit is passed.
+    pub fn count_within(self, text: &str, limit: u64) -> Option<u64> {
         // Every token is at least one byte, so a short text cannot pass the limit.
         if text.len() as u64 <= limit {
-            return Ok(self.count(text));
+            return Some(self.count(text));
         }
         let tok = self.inner();
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-        match tok.count_till_limit(&tok.normalize(text), limit) {
-            Some(n) => Ok(n as u64),
-            None => Err(()),
-        }
+        tok.count_till_limit(&tok.normalize(text), limit)
+            .map(|n| n as u64)
     }
 }
 
@@ -59,8 +57,8 @@ mod tests {
     fn counts_known_encodings() {
         let t = Tokenizer::by_name("cl100k_base").unwrap();
         assert_eq!(t.count("hello world"), 2);
-        assert_eq!(t.count_within("hello world", 2), Ok(2));
-        assert_eq!(t.count_within("hello world", 1), Err(()));
+        assert_eq!(t.count_within("hello world", 2), Some(2));
+        assert_eq!(t.count_within("hello world", 1), None);
         let o = Tokenizer::by_name(" O200K_BASE ").unwrap();
         assert_eq!(o.name(), "o200k_base");
         assert!(o.count("hello world, this is a test") >= 5);
