@@ -618,3 +618,15 @@ fn jpeg_marker_in_the_padded_last_window_ends_the_walk() {
     assert_eq!(v.data.reason, Reason::DimensionsUnknown);
     assert!(imagesize::blob_size(&jpeg).is_err());
 }
+
+#[test]
+fn rest_request_is_the_proto_name_of_message() {
+    let p = policy(json!({"files": {"maxSizePerFileBytes": 2}}));
+    let body = br#"{"request":{"content":[{"file":{"file_with_bytes":"QUJD"}}]}}"#;
+    let v = scan(&p, BodyShape::Rest, body).unwrap_err();
+    assert_eq!(v.data.reason, Reason::FileSize);
+    let both = br#"{"message":{"content":[]},"request":{"content":[]}}"#;
+    let v = scan(&p, BodyShape::Rest, both).unwrap_err();
+    assert_eq!(v.data.reason, Reason::DuplicateKey);
+    assert!(v.message.contains("request"), "{}", v.message);
+}
