@@ -630,3 +630,21 @@ fn rest_request_is_the_proto_name_of_message() {
     assert_eq!(v.data.reason, Reason::DuplicateKey);
     assert!(v.message.contains("request"), "{}", v.message);
 }
+
+/// Found by the fuzzer: an 11-byte "JPEG" whose SOF fits, but imagesize needs 12 bytes to read
+/// anything; the walk agrees with imagesize.
+#[test]
+fn jpeg_shorter_than_twelve_bytes_has_no_dimensions() {
+    let tiny = [
+        0xFF, 0xD8, 0xFF, 0xCF, 0xCF, 0x01, 0x00, 0x23, 0x00, 0x7D, 0x7D,
+    ];
+    assert!(imagesize::blob_size(&tiny).is_err());
+    let p = policy(
+        json!({"files": {"perMimeType": {"image/jpeg": {"maxDimensions": {"width": 1, "height": 1}}}}}),
+    );
+    let v = reject(
+        &p,
+        &rpc(json!([{"mediaType": "image/jpeg", "raw": b64(&tiny)}])),
+    );
+    assert_eq!(v.data.reason, Reason::DimensionsUnknown);
+}
