@@ -619,3 +619,33 @@ fn jpeg_marker_in_the_padded_last_window_ends_the_walk() {
     assert_eq!(v.data.reason, Reason::DimensionsUnknown);
     assert!(imagesize::blob_size(&jpeg).is_err());
 }
+
+#[test]
+fn rest_request_is_the_proto_name_of_message() {
+    let p = policy(json!({"files": {"maxSizePerFileBytes": 2}}));
+    let body = br#"{"request":{"content":[{"file":{"file_with_bytes":"QUJD"}}]}}"#;
+    let v = scan(&p, BodyShape::Rest, body).unwrap_err();
+    assert_eq!(v.data.reason, Reason::FileSize);
+    let both = br#"{"message":{"content":[]},"request":{"content":[]}}"#;
+    let v = scan(&p, BodyShape::Rest, both).unwrap_err();
+    assert_eq!(v.data.reason, Reason::DuplicateKey);
+    assert!(v.message.contains("request"), "{}", v.message);
+}
+
+/// Found by the fuzzer: an 11-byte "JPEG" whose SOF fits, but imagesize needs 12 bytes to read
+/// anything; the walk agrees with imagesize.
+#[test]
+fn jpeg_shorter_than_twelve_bytes_has_no_dimensions() {
+    let tiny = [
+        0xFF, 0xD8, 0xFF, 0xCF, 0xCF, 0x01, 0x00, 0x23, 0x00, 0x7D, 0x7D,
+    ];
+    assert!(imagesize::blob_size(&tiny).is_err());
+    let p = policy(
+        json!({"files": {"perMimeType": {"image/jpeg": {"maxDimensions": {"width": 1, "height": 1}}}}}),
+    );
+    let v = reject(
+        &p,
+        &rpc(json!([{"mediaType": "image/jpeg", "raw": b64(&tiny)}])),
+    );
+    assert_eq!(v.data.reason, Reason::DimensionsUnknown);
+}

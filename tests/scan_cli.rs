@@ -13,8 +13,11 @@ fn dir() -> std::path::PathBuf {
     d
 }
 
+/// Tests run in parallel: every file gets its own name, so none reads another's half-written file.
 fn write(name: &str, value: &Value) -> std::path::PathBuf {
-    let p = dir().join(name);
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = dir().join(format!("{n}-{name}"));
     std::fs::write(&p, serde_json::to_vec(value).unwrap()).unwrap();
     p
 }

@@ -341,7 +341,7 @@ impl Ref<'_> {
                 }
             }
             BodyShape::Rest => {
-                let keys = self.keys(root, &[("message", "message")], &[]);
+                let keys = self.keys(root, &[("message", "message"), ("request", "message")], &[]);
                 keys.iter().find(|(k, _)| *k == "message").map(|(_, v)| *v)
             }
         };
@@ -1018,9 +1018,9 @@ fn render_body(b: &BodyGen, blobs: &[(Option<&'static str>, Vec<u8>)]) -> Vec<u8
         array
     );
     let text = if b.rest {
-        format!(
-            r#"{{"message":{message},"configuration":{{"acceptedOutputModes":["text/plain"]}}}}"#
-        )
+        // v0.3 REST also accepts the proto name `request` for `message`.
+        let key = if b.meta_last { "request" } else { "message" };
+        format!(r#"{{"{key}":{message},"configuration":{{"acceptedOutputModes":["text/plain"]}}}}"#)
     } else if b.meta_last {
         format!(
             r#"{{"params":{{"message":{message},"metadata":{{}}}},"method":"SendMessage","id":"req-\u00e9","jsonrpc":"2.0"}}"#

@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use base64::Engine as _;
 use cardgate::card::constraints::InputConstraints;
 use cardgate::scan::{BodyShape, Policy, ScanOptions, Scanner, SniffMode, WireVersion};
 use libfuzzer_sys::fuzz_target;
@@ -36,7 +37,9 @@ fn policies() -> &'static [Arc<Policy>] {
             make(
                 json!({"files": {"perMimeType": {"image/jpeg": {"maxDimensions": {"width": 1, "height": 1}}}}}),
                 None,
-                ScanOptions { sniff: SniffMode::Off, ..ScanOptions::default() },
+                // Only the byte budget (4 MiB, beyond any input) bounds the walk: it must agree
+                // with imagesize exactly.
+                ScanOptions { sniff: SniffMode::Off, jpeg_max_segments: u32::MAX, ..ScanOptions::default() },
             ),
         ]
     })
@@ -46,9 +49,22 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {
         return;
     }
-    let (ctl, body) = (data[0], &data[2..]);
+    let (ctl, raw) = (data[0], &data[2..]);
     let policy = &policies()[(ctl & 3) as usize];
-    let shape = if ctl & 4 == 0 { BodyShape::JsonRpc } else { BodyShape::Rest };
+    let wrapped = ctl & 8 != 0;
+    let shape = if ctl & 4 == 0 || wrapped { BodyShape::JsonRpc } else { BodyShape::Rest };
+    let mut image = vec![0xFF, 0xD8, 0xFF];
+    let owned;
+    let body: &[u8] = if wrapped {
+        image.extend_from_slice(raw);
+        owned = format!(
+            r#"{{"params":{{"message":{{"parts":[{{"mediaType":"image/jpeg","raw":"{}"}}]}}}}}}"#,
+            base64::engine::general_purpose::STANDARD.encode(&image)
+        );
+        owned.as_bytes()
+    } else {
+        raw
+    };
 
     let mut whole = Scanner::new(policy.clone(), shape);
     let whole_result = whole.feed(body).and_then(|_| whole.finish());
@@ -81,4 +97,14 @@ fuzz_target!(|data: &[u8]| {
         _ => panic!("chunking changed the verdict: whole {whole_result:?}, chunked {chunked_result:?}"),
     }
     assert_eq!(whole.bytes_scanned(), body.len() as u64);
+
+    if wrapped && ctl & 3 == 3 {
+        let expected = match imagesize::blob_size(&image) {
+            Ok(s) if s.width <= 1 && s.height <= 1 => None,
+            Ok(_) => Some("dimensions"),
+            Err(_) => Some("dimensions_unknown"),
+        };
+        let got = whole_result.as_ref().err().map(|v| v.reason());
+        assert_eq!(got, expected, "JPEG walk and imagesize disagree");
+    }
 });

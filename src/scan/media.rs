@@ -257,6 +257,11 @@ impl Probe {
                 self.sniffed = sniff(head);
                 self.sniff_ready = true;
                 self.dims = match self.sniffed {
+                    // imagesize reads 12 bytes to tell formats apart: a shorter file has no
+                    // dimensions for it, and none here either.
+                    Some(Format::Jpeg) if ended_at.is_some() && self.decoded_len < 12 => {
+                        Dims::Unknown(UnknownWhy::Unreadable)
+                    }
                     Some(Format::Jpeg) => Dims::Pending,
                     Some(f) if f.is_image() => match image_dimensions(f, head) {
                         Some((width, height)) => Dims::Found { width, height },

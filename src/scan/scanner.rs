@@ -155,6 +155,7 @@ impl Key {
     fn proto_alias(self) -> Option<&'static str> {
         match self {
             Key::MediaType => Some("media_type"),
+            Key::Message => Some("request"),
             Key::FileWithBytes => Some("file_with_bytes"),
             Key::FileWithUri => Some("file_with_uri"),
             Key::MimeType => Some("mime_type"),
@@ -193,6 +194,7 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
     const METHOD: u128 = pack(b"method");
     const PARAMS: u128 = pack(b"params");
     const MESSAGE: u128 = pack(b"message");
+    const REQUEST: u128 = pack(b"request");
     const PARTS: u128 = pack(b"parts");
     const CONTENT: u128 = pack(b"content");
     const KIND: u128 = pack(b"kind");
@@ -224,6 +226,9 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
         (Ctx::Root, METHOD) if rpc => Key::Method,
         (Ctx::Root, PARAMS) if rpc => Key::Params,
         (Ctx::Root, MESSAGE) if !rpc => Key::Message,
+        // v0.3 REST: `message` is the JSON name of the proto field `request`, and the agent's
+        // ProtoJSON parser accepts both.
+        (Ctx::Root, REQUEST) if !rpc => Key::Message,
         (Ctx::Params, MESSAGE) => Key::Message,
         (Ctx::Message, PARTS) => Key::Parts,
         (Ctx::Message, CONTENT) => Key::Content,
