@@ -61,7 +61,6 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> ExitCode {
         threads: std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2),
-        work_stealing: std::env::var_os("CARDGATE_WORK_STEALING").is_none_or(|v| v != "0"),
         ..ServerConf::default()
     };
     let listen = config.listen.to_string();
