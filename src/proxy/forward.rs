@@ -1,28 +1,29 @@
 //! Sending a request to the agent and streaming its answer back.
 //!
-//! The request is forwarded with pingora's HTTP client (`Connector`), not pingora's own
-//! proxy phases: pingora 0.9 writes the upstream request header before any body filter
-//! runs, and its retry buffer holds only 64 KiB, so a gateway that must reject a body
+//! The request is forwarded with cardgate's own HTTP/1.1 client (the `client` module), not
+//! pingora's proxy phases: pingora 0.9 writes the upstream request header before any body
+//! filter runs, and its retry buffer holds only 64 KiB, so a gateway that must reject a body
 //! before the agent sees any of it has to read the body first and then open the upstream
-//! exchange itself (see `../shared/notes/strict-forwarding.md`, approach 1, and the
-//! `body` module). The body is forwarded byte for byte with the framing it arrived with.
-//! Responses stream back chunk by chunk as they arrive, so SSE is never buffered.
+//! exchange itself (see `../shared/notes/strict-forwarding.md`, approach 1, and the `body`
+//! module). The body is forwarded byte for byte. In the default strict mode it is whole
+//! before the agent is contacted, so it goes with a `Content-Length` even when the client
+//! sent it in chunks; `body: stream` keeps the client's framing. Responses stream back
+//! chunk by chunk as they arrive, so SSE is never buffered.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use pingora::connectors::http::Connector;
 use pingora::http::{RequestHeader, ResponseHeader};
-use pingora::protocols::http::client::HttpSession;
 use pingora::proxy::Session;
-use pingora::upstreams::peer::HttpPeer;
+use pingora_timeout::fast_timeout::fast_timeout;
 use serde_json::Value;
 
 use super::body::BodyError;
+use super::client::{AgentConn, AgentPool, RequestFraming, SendError, Target};
 use super::enforce::BodyScan;
 use crate::card::rewrite::{self, Route};
-use crate::config::{AgentConfig, Timeouts};
+use crate::config::AgentConfig;
 use crate::scan::Violation;
 use crate::upstream::{self, UpstreamError, UpstreamErrorKind};
 
@@ -98,7 +99,7 @@ pub enum ExchangeError {
 }
 
 pub async fn exchange(
-    connector: &Connector,
+    pool: &AgentPool,
     session: &mut Session,
     mut out: Outbound<'_>,
 ) -> Result<Exchanged, ExchangeError> {
@@ -110,31 +111,43 @@ pub async fn exchange(
             .await
             .map_err(ExchangeError::BeforeResponse)?,
     };
-    let peer = upstream::peer(addr, &out.route.origin, &timeouts);
-    let request = upstream_request(session, &out)?;
+    let target = Target {
+        addr,
+        origin: &out.route.origin,
+        timeouts: &timeouts,
+    };
+    let head_request = session.req_header().method == http::Method::HEAD;
+
+    let framing = match &out.body {
+        OutboundBody::Buffered(chunks) => {
+            let size: u64 = chunks.iter().map(|c| c.len() as u64).sum();
+            if size > 0 || declares_body(session.req_header()) {
+                RequestFraming::Length(size)
+            } else {
+                RequestFraming::None
+            }
+        }
+        OutboundBody::Streamed(_) => streamed_framing(session.req_header()),
+    };
+    let head = request_head(session, &out, framing);
 
     // Up to the response header: within the total timeout.
-    let mut up = match &mut out.body {
+    let (mut up, response) = match &mut out.body {
         OutboundBody::Buffered(chunks) => {
             // A pooled connection that turns out to be dead is retried on another; the body
             // is in memory, so this is safe.
-            let head = async {
+            let send = async {
                 let mut attempt = 0;
                 loop {
                     attempt += 1;
-                    match send_request(connector, &peer, &request, chunks, &timeouts).await {
-                        Ok(up) => return Ok(up),
-                        Err((e, reused))
-                            if reused && attempt < 3 && e.kind == UpstreamErrorKind::Reset =>
-                        {
-                            continue
-                        }
-                        Err((e, _)) => return Err(e),
+                    match send_request(pool, &target, &head, chunks, head_request).await {
+                        Err(e) if e.retryable && attempt < 3 => continue,
+                        result => return result.map_err(|e| e.error),
                     }
                 }
             };
-            match tokio::time::timeout(timeouts.total, head).await {
-                Ok(Ok(up)) => up,
+            match fast_timeout(timeouts.total, send).await {
+                Ok(Ok(sent)) => sent,
                 Ok(Err(e)) => return Err(ExchangeError::BeforeResponse(e)),
                 Err(_) => {
                     return Err(ExchangeError::BeforeResponse(UpstreamError::timeout(
@@ -145,17 +158,12 @@ pub async fn exchange(
             }
         }
         OutboundBody::Streamed(body) => {
-            send_streamed(connector, &peer, &request, session, body, &timeouts).await?
+            send_streamed(pool, &target, &head, framing, session, body, head_request).await?
         }
     };
     let upstream_time = started.elapsed();
-    let response = up.response_header().cloned().map(Box::new).ok_or_else(|| {
-        ExchangeError::BeforeResponse(UpstreamError::new(
-            UpstreamErrorKind::Protocol,
-            "no response header",
-        ))
-    })?;
     let status = response.status.as_u16();
+    let response = Box::new(response);
 
     if let Some(card) = &out.card_response {
         if status == 200 {
@@ -164,11 +172,9 @@ pub async fn exchange(
                 upstream_time,
                 bytes_out: 0,
             };
-            let result = rewrite_card_response(session, &mut up, response, card, &out, exchanged)
-                .await
-                .map(|ex| (ex, up));
-            let (ex, up) = result?;
-            release(connector, up, &peer).await;
+            let ex =
+                rewrite_card_response(session, &mut up, response, card, &out, exchanged).await?;
+            pool.release(up);
             return Ok(ex);
         }
     }
@@ -188,21 +194,26 @@ pub async fn exchange(
 
     // SSE: idle silences up to stream_idle, no total limit. Otherwise: what is left of total.
     let deadline = if streaming {
-        up.set_read_timeout(Some(timeouts.stream_idle));
+        up.set_read_timeout(timeouts.stream_idle);
         None
     } else {
         Some(started + timeouts.total)
     };
     loop {
         let next = match deadline {
-            Some(d) => match tokio::time::timeout_at(d.into(), up.read_response_body()).await {
-                Ok(r) => r,
-                Err(_) => {
-                    let e = UpstreamError::timeout("reading the agent's response", timeouts.total);
-                    return Err(ExchangeError::DuringResponse(e, exchanged));
+            Some(d) => {
+                match fast_timeout(d.saturating_duration_since(Instant::now()), up.read_body())
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(_) => {
+                        let e =
+                            UpstreamError::timeout("reading the agent's response", timeouts.total);
+                        return Err(ExchangeError::DuringResponse(e, exchanged));
+                    }
                 }
-            },
-            None => up.read_response_body().await,
+            }
+            None => up.read_body().await,
         };
         match next {
             Ok(Some(chunk)) => {
@@ -215,86 +226,71 @@ pub async fn exchange(
             Ok(None) => break,
             // Many SSE servers (uvicorn with sse-starlette among them) end a stream by closing
             // the connection without the final chunk: for an event stream that is its end.
-            Err(e) if streaming && e.etype() == &pingora::ErrorType::ConnectionClosed => break,
-            Err(e) => {
-                return Err(ExchangeError::DuringResponse(
-                    UpstreamError::from_pingora(&e),
-                    exchanged,
-                ))
-            }
+            Err(_) if streaming && up.closed_by_agent() => break,
+            Err(e) => return Err(ExchangeError::DuringResponse(e.error, exchanged)),
         }
     }
     session
         .write_response_body(None, true)
         .await
         .map_err(ExchangeError::Downstream)?;
-    release(connector, up, &peer).await;
+    pool.release(up);
     Ok(exchanged)
 }
 
-async fn release(connector: &Connector, mut up: HttpSession, peer: &HttpPeer) {
-    // Only a connection whose response was read to the end can carry another request.
-    if up.response_done() {
-        connector
-            .release_http_session(up, peer, Some(Duration::from_secs(60)))
-            .await;
+/// Whether the client's request announced a body (even an empty one).
+fn declares_body(req: &RequestHeader) -> bool {
+    req.headers.contains_key("content-length") || req.headers.contains_key("transfer-encoding")
+}
+
+/// `body: stream` keeps the client's framing: its length when it sent one, else chunks.
+fn streamed_framing(req: &RequestHeader) -> RequestFraming {
+    let length = req
+        .headers
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match length {
+        Some(n) if !req.headers.contains_key("transfer-encoding") => RequestFraming::Length(n),
+        _ if declares_body(req) => RequestFraming::Chunked,
+        _ => RequestFraming::None,
     }
 }
 
-/// Connect (or reuse), write the request and read the response header, skipping 1xx.
-/// The error says whether the connection was a reused one.
+/// Connect (or reuse), write the request and read the response header.
 async fn send_request(
-    connector: &Connector,
-    peer: &HttpPeer,
-    request: &RequestHeader,
+    pool: &AgentPool,
+    target: &Target<'_>,
+    head: &[u8],
     body: &[Bytes],
-    timeouts: &Timeouts,
-) -> Result<HttpSession, (UpstreamError, bool)> {
-    let (mut up, reused) = connector
-        .get_http_session(peer)
-        .await
-        .map_err(|e| (UpstreamError::from_pingora(&e), false))?;
-    // Pooled sessions keep the timeout of their last use; this request's applies.
-    up.set_read_timeout(Some(timeouts.read));
-    let fail = |e: Box<pingora::Error>| (UpstreamError::from_pingora(&e), reused);
-    up.write_request_header(Box::new(request.clone()))
-        .await
-        .map_err(fail)?;
-    for chunk in body {
-        // An empty chunk would end a chunked body early (pingora writes it as the last chunk).
-        if !chunk.is_empty() {
-            up.write_request_body(chunk.clone(), false)
-                .await
-                .map_err(fail)?;
-        }
-    }
-    up.finish_request_body().await.map_err(fail)?;
-    loop {
-        up.read_response_header().await.map_err(fail)?;
-        match up.response_header() {
-            Some(h) if h.status.is_informational() => continue,
-            _ => return Ok(up),
-        }
-    }
+    head_request: bool,
+) -> Result<(AgentConn, ResponseHeader), SendError> {
+    let mut up = pool.connect(target).await.map_err(|error| SendError {
+        error,
+        retryable: false,
+    })?;
+    up.send_whole(head, body).await?;
+    let response = up.read_head(head_request).await?;
+    Ok((up, response))
 }
 
 /// `body: stream`: open the exchange, then read, scan and forward each chunk. On a
-/// violation the upstream session is dropped unfinished: the agent sees an aborted request.
+/// violation the agent connection is dropped unfinished: the agent sees an aborted request.
 async fn send_streamed(
-    connector: &Connector,
-    peer: &HttpPeer,
-    request: &RequestHeader,
+    pool: &AgentPool,
+    target: &Target<'_>,
+    head: &[u8],
+    framing: RequestFraming,
     session: &mut Session,
     body: &mut StreamedBody<'_>,
-    timeouts: &Timeouts,
-) -> Result<HttpSession, ExchangeError> {
-    let before =
-        |e: Box<pingora::Error>| ExchangeError::BeforeResponse(UpstreamError::from_pingora(&e));
-    let (mut up, _) = connector.get_http_session(peer).await.map_err(before)?;
-    up.set_read_timeout(Some(timeouts.read));
-    up.write_request_header(Box::new(request.clone()))
+    head_request: bool,
+) -> Result<(AgentConn, ResponseHeader), ExchangeError> {
+    let before = |e: SendError| ExchangeError::BeforeResponse(e.error);
+    let mut up = pool
+        .connect(target)
         .await
-        .map_err(before)?;
+        .map_err(ExchangeError::BeforeResponse)?;
+    up.send_head(head).await.map_err(before)?;
     let deadline = Instant::now() + body.read_timeout;
     let mut method_checked = false;
     loop {
@@ -328,7 +324,7 @@ async fn send_streamed(
             (body.check_method)(body.scan.method())
                 .map_err(|v| ExchangeError::Body(BodyError::Rejected(v)))?;
         }
-        up.write_request_body(chunk, false).await.map_err(before)?;
+        up.write_body(&chunk, framing).await.map_err(before)?;
     }
     body.scan
         .finish(body.len)
@@ -337,36 +333,29 @@ async fn send_streamed(
         (body.check_method)(body.scan.method())
             .map_err(|v| ExchangeError::Body(BodyError::Rejected(v)))?;
     }
-    up.finish_request_body().await.map_err(before)?;
-    let read_head = async {
-        loop {
-            up.read_response_header().await?;
-            match up.response_header() {
-                Some(h) if h.status.is_informational() => continue,
-                _ => return Ok(()),
-            }
-        }
-    };
-    match tokio::time::timeout(timeouts.total, read_head).await {
-        Ok(Ok(())) => Ok(up),
+    up.finish_body(framing).await.map_err(before)?;
+    let total = target.timeouts.total;
+    match fast_timeout(total, up.read_head(head_request)).await {
+        Ok(Ok(response)) => Ok((up, response)),
         Ok(Err(e)) => Err(before(e)),
         Err(_) => Err(ExchangeError::BeforeResponse(UpstreamError::timeout(
             "waiting for the agent's response",
-            timeouts.total,
+            total,
         ))),
     }
 }
 
-fn upstream_request(session: &Session, out: &Outbound<'_>) -> Result<RequestHeader, ExchangeError> {
-    let bad =
-        |e: Box<pingora::Error>| ExchangeError::BeforeResponse(UpstreamError::from_pingora(&e));
+/// The request head for the agent: the client's headers minus hop-by-hop ones, the agent's
+/// `host`, `x-forwarded-*`, and the body framing cardgate sends.
+fn request_head(session: &Session, out: &Outbound<'_>, framing: RequestFraming) -> Vec<u8> {
     let incoming = session.req_header();
-    let mut req = RequestHeader::build(
-        incoming.method.clone(),
-        out.path.as_bytes(),
-        Some(incoming.headers.len() + 4),
-    )
-    .map_err(bad)?;
+    let mut head = Vec::with_capacity(256 + out.path.len() + 64 * incoming.headers.len());
+    let mut line = |name: &[u8], value: &[u8]| {
+        head.extend_from_slice(name);
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value);
+        head.extend_from_slice(b"\r\n");
+    };
     // Headers named in `Connection` are hop-by-hop too.
     let listed: Vec<String> = incoming
         .headers
@@ -376,20 +365,25 @@ fn upstream_request(session: &Session, out: &Outbound<'_>) -> Result<RequestHead
         .flat_map(|v| v.split(','))
         .map(|s| s.trim().to_ascii_lowercase())
         .collect();
+    let mut request_line = Vec::with_capacity(32 + out.path.len());
+    request_line.extend_from_slice(incoming.method.as_str().as_bytes());
+    request_line.push(b' ');
+    request_line.extend_from_slice(out.path.as_bytes());
+    request_line.extend_from_slice(b" HTTP/1.1\r\n");
     for (name, value) in incoming.headers.iter() {
         let n = name.as_str();
         if HOP_BY_HOP.contains(&n)
-            || listed.iter().any(|l| l == n)
             || n == "host"
+            || n == "content-length"
+            || n == "transfer-encoding"
             || n.starts_with("x-forwarded-")
+            || listed.iter().any(|l| l == n)
         {
             continue;
         }
-        req.append_header(name.clone(), value.clone())
-            .map_err(bad)?;
+        line(n.as_bytes(), value.as_bytes());
     }
-    req.insert_header("host", out.route.origin.authority())
-        .map_err(bad)?;
+    line(b"host", out.route.origin.authority().as_bytes());
     let header = |name: &str| incoming.headers.get(name).and_then(|v| v.to_str().ok());
     let forwarded_for = match (header("x-forwarded-for"), &out.client_addr) {
         (Some(prev), Some(ip)) => format!("{prev}, {ip}"),
@@ -398,16 +392,23 @@ fn upstream_request(session: &Session, out: &Outbound<'_>) -> Result<RequestHead
         (None, None) => String::new(),
     };
     if !forwarded_for.is_empty() {
-        req.insert_header("x-forwarded-for", forwarded_for)
-            .map_err(bad)?;
+        line(b"x-forwarded-for", forwarded_for.as_bytes());
     }
-    let proto = header("x-forwarded-proto").unwrap_or("http").to_string();
-    req.insert_header("x-forwarded-proto", proto).map_err(bad)?;
+    line(
+        b"x-forwarded-proto",
+        header("x-forwarded-proto").unwrap_or("http").as_bytes(),
+    );
     if let Some(host) = header("x-forwarded-host").or(header("host")) {
-        req.insert_header("x-forwarded-host", host.to_string())
-            .map_err(bad)?;
+        line(b"x-forwarded-host", host.as_bytes());
     }
-    Ok(req)
+    match framing {
+        RequestFraming::Length(n) => line(b"content-length", n.to_string().as_bytes()),
+        RequestFraming::Chunked => line(b"transfer-encoding", b"chunked"),
+        RequestFraming::None => {}
+    }
+    head.extend_from_slice(b"\r\n");
+    request_line.extend_from_slice(&head);
+    request_line
 }
 
 fn strip_hop_by_hop(header: &mut ResponseHeader) {
@@ -433,7 +434,7 @@ fn is_event_stream(header: &ResponseHeader) -> bool {
 /// Read an extended-card response whole (bounded), rewrite its URLs and send it on.
 async fn rewrite_card_response(
     session: &mut Session,
-    up: &mut HttpSession,
+    up: &mut AgentConn,
     mut header: Box<ResponseHeader>,
     card: &CardResponse<'_>,
     out: &Outbound<'_>,
@@ -441,7 +442,7 @@ async fn rewrite_card_response(
 ) -> Result<Exchanged, ExchangeError> {
     let mut body = Vec::new();
     loop {
-        match up.read_response_body().await {
+        match up.read_body().await {
             Ok(Some(chunk)) => {
                 if (body.len() + chunk.len()) as u64 > out.max_card_bytes {
                     let e = UpstreamError::new(
@@ -453,11 +454,7 @@ async fn rewrite_card_response(
                 body.extend_from_slice(&chunk);
             }
             Ok(None) => break,
-            Err(e) => {
-                return Err(ExchangeError::BeforeResponse(UpstreamError::from_pingora(
-                    &e,
-                )))
-            }
+            Err(e) => return Err(ExchangeError::BeforeResponse(e.error)),
         }
     }
     let body = match serde_json::from_slice::<Value>(&body) {

@@ -4,6 +4,7 @@
 
 pub mod body;
 pub mod card;
+pub mod client;
 pub mod enforce;
 pub mod forward;
 pub mod reply;
@@ -13,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use pingora::connectors::http::Connector;
 use pingora::proxy::{ProxyHttp, Session};
 use pingora::upstreams::peer::HttpPeer;
 use pingora::{Error, ErrorType, Result};
@@ -29,7 +29,7 @@ use reply::HttpError;
 /// The gateway's proxy service.
 pub struct Gateway {
     pub registry: Arc<Registry>,
-    pub connector: Connector,
+    pub agents: client::AgentPool,
     pub budget: Arc<InflightBudget>,
 }
 
@@ -38,7 +38,7 @@ impl Gateway {
         let limit = registry.load().config.limits.inflight_body_bytes;
         Self {
             registry,
-            connector: Connector::new(None),
+            agents: client::AgentPool::new(),
             budget: InflightBudget::new(limit),
         }
     }
@@ -352,7 +352,7 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
         max_card_bytes: snapshot.config.limits.max_card_bytes,
     };
     ctx.upstream = Some(route_ref.origin.authority());
-    let result = forward::exchange(&gw.connector, session, out).await;
+    let result = forward::exchange(&gw.agents, session, out).await;
     drop(reservation);
     if agent.body == BodyMode::Stream {
         ctx.bytes_in = scan.bytes_scanned();
