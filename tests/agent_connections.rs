@@ -185,7 +185,7 @@ fn a_chunked_upload_reaches_the_agent_with_a_length_in_strict_mode() {
     let (a, b) = REQUEST.split_at(40);
     write!(
         c,
-        "POST /agents/a/ HTTP/1.1\r\nhost: x\r\na2a-version: 1.0\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{a}\r\n{:x};ext=1\r\n{b}\r\n0\r\n\r\n",
+        "POST /agents/a/ HTTP/1.1\r\nhost: x\r\na2a-version: 1.0\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close, x-hop\r\nx-hop: 1\r\nupgrade: h2c\r\nx-forwarded-for: 10.0.0.1\r\nx-custom: kept\r\n\r\n{:x}\r\n{a}\r\n{:x};ext=1\r\n{b}\r\n0\r\n\r\n",
         a.len(),
         b.len()
     )

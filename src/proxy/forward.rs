@@ -27,19 +27,6 @@ use crate::config::AgentConfig;
 use crate::scan::Violation;
 use crate::upstream::{self, UpstreamError, UpstreamErrorKind};
 
-/// Request headers that describe one hop and are never forwarded.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "te",
-    "trailer",
-    "upgrade",
-    "expect",
-];
-
 /// What the exchange needs to know about the request.
 pub struct Outbound<'a> {
     pub agent: &'a AgentConfig,
@@ -348,67 +335,83 @@ async fn send_streamed(
 /// The request head for the agent: the client's headers minus hop-by-hop ones, the agent's
 /// `host`, `x-forwarded-*`, and the body framing cardgate sends.
 fn request_head(session: &Session, out: &Outbound<'_>, framing: RequestFraming) -> Vec<u8> {
+    use std::io::Write as _;
     let incoming = session.req_header();
-    let mut head = Vec::with_capacity(256 + out.path.len() + 64 * incoming.headers.len());
-    let mut line = |name: &[u8], value: &[u8]| {
+    let mut head = Vec::with_capacity(384 + out.path.len() + 48 * incoming.headers.len());
+    let line = |head: &mut Vec<u8>, name: &[u8], value: &[u8]| {
         head.extend_from_slice(name);
         head.extend_from_slice(b": ");
         head.extend_from_slice(value);
         head.extend_from_slice(b"\r\n");
     };
+    head.extend_from_slice(incoming.method.as_str().as_bytes());
+    head.push(b' ');
+    head.extend_from_slice(out.path.as_bytes());
+    head.extend_from_slice(b" HTTP/1.1\r\n");
     // Headers named in `Connection` are hop-by-hop too.
     let listed: Vec<String> = incoming
         .headers
-        .get_all("connection")
+        .get_all(http::header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|s| s.trim().to_ascii_lowercase())
         .collect();
-    let mut request_line = Vec::with_capacity(32 + out.path.len());
-    request_line.extend_from_slice(incoming.method.as_str().as_bytes());
-    request_line.push(b' ');
-    request_line.extend_from_slice(out.path.as_bytes());
-    request_line.extend_from_slice(b" HTTP/1.1\r\n");
     for (name, value) in incoming.headers.iter() {
-        let n = name.as_str();
-        if HOP_BY_HOP.contains(&n)
-            || n == "host"
-            || n == "content-length"
-            || n == "transfer-encoding"
-            || n.starts_with("x-forwarded-")
-            || listed.iter().any(|l| l == n)
-        {
+        if is_hop_by_hop(name) || listed.iter().any(|l| l == name.as_str()) {
             continue;
         }
-        line(n.as_bytes(), value.as_bytes());
+        line(&mut head, name.as_str().as_bytes(), value.as_bytes());
     }
-    line(b"host", out.route.origin.authority().as_bytes());
+    line(&mut head, b"host", out.route.origin.authority().as_bytes());
     let header = |name: &str| incoming.headers.get(name).and_then(|v| v.to_str().ok());
-    let forwarded_for = match (header("x-forwarded-for"), &out.client_addr) {
-        (Some(prev), Some(ip)) => format!("{prev}, {ip}"),
-        (None, Some(ip)) => ip.clone(),
-        (Some(prev), None) => prev.to_string(),
-        (None, None) => String::new(),
-    };
-    if !forwarded_for.is_empty() {
-        line(b"x-forwarded-for", forwarded_for.as_bytes());
+    let previous = header("x-forwarded-for");
+    if previous.is_some() || out.client_addr.is_some() {
+        head.extend_from_slice(b"x-forwarded-for: ");
+        let addrs = [previous, out.client_addr.as_deref()];
+        for (i, addr) in addrs.into_iter().flatten().enumerate() {
+            if i > 0 {
+                head.extend_from_slice(b", ");
+            }
+            head.extend_from_slice(addr.as_bytes());
+        }
+        head.extend_from_slice(b"\r\n");
     }
-    line(
-        b"x-forwarded-proto",
-        header("x-forwarded-proto").unwrap_or("http").as_bytes(),
-    );
+    let proto = header("x-forwarded-proto").unwrap_or("http");
+    line(&mut head, b"x-forwarded-proto", proto.as_bytes());
     if let Some(host) = header("x-forwarded-host").or(header("host")) {
-        line(b"x-forwarded-host", host.as_bytes());
+        line(&mut head, b"x-forwarded-host", host.as_bytes());
     }
     match framing {
-        RequestFraming::Length(n) => line(b"content-length", n.to_string().as_bytes()),
-        RequestFraming::Chunked => line(b"transfer-encoding", b"chunked"),
+        RequestFraming::Length(n) => {
+            let _ = write!(head, "content-length: {n}\r\n");
+        }
+        RequestFraming::Chunked => line(&mut head, b"transfer-encoding", b"chunked"),
         RequestFraming::None => {}
     }
     head.extend_from_slice(b"\r\n");
-    request_line.extend_from_slice(&head);
-    request_line
+    head
+}
+
+/// Headers that describe one hop (or that cardgate sets itself) and are never forwarded.
+fn is_hop_by_hop(name: &http::HeaderName) -> bool {
+    use http::header::*;
+    // Standard names compare as enum values; only the others need a string compare.
+    [
+        CONNECTION,
+        PROXY_AUTHENTICATE,
+        PROXY_AUTHORIZATION,
+        TE,
+        TRAILER,
+        UPGRADE,
+        EXPECT,
+        HOST,
+        CONTENT_LENGTH,
+        TRANSFER_ENCODING,
+    ]
+    .contains(name)
+        || matches!(name.as_str(), "keep-alive" | "proxy-connection")
+        || name.as_str().starts_with("x-forwarded-")
 }
 
 fn strip_hop_by_hop(header: &mut ResponseHeader) {
