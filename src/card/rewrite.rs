@@ -19,21 +19,38 @@ pub struct Origin {
     pub tls: bool,
     pub host: String,
     pub port: u16,
+    /// `host[:port]`, made once: every forwarded request needs it.
+    authority: String,
 }
 
 impl Origin {
-    /// `host:port` as used for `Host` headers and socket addresses (IPv6 in brackets).
-    pub fn authority(&self) -> String {
-        let default_port = if self.tls { 443 } else { 80 };
-        let host = if self.host.contains(':') {
-            format!("[{}]", self.host)
+    pub fn new(tls: bool, host: String, port: u16) -> Self {
+        let authority = Self::make_authority(tls, &host, port);
+        Origin {
+            tls,
+            host,
+            port,
+            authority,
+        }
+    }
+
+    /// `host:port` as used for `Host` headers and socket addresses (IPv6 in brackets; the
+    /// port left out when it is the scheme's default).
+    pub fn authority(&self) -> &str {
+        &self.authority
+    }
+
+    fn make_authority(tls: bool, host: &str, port: u16) -> String {
+        let default_port = if tls { 443 } else { 80 };
+        let host = if host.contains(':') {
+            format!("[{host}]")
         } else {
-            self.host.clone()
+            host.to_string()
         };
-        if self.port == default_port {
+        if port == default_port {
             host
         } else {
-            format!("{host}:{}", self.port)
+            format!("{host}:{port}")
         }
     }
 
@@ -74,11 +91,7 @@ pub fn parse_http_url(url: &str) -> Option<ParsedUrl> {
     };
     let query = uri.query().map(|q| format!("?{q}")).unwrap_or_default();
     Some(ParsedUrl {
-        origin: Origin {
-            tls,
-            host: host.to_ascii_lowercase(),
-            port,
-        },
+        origin: Origin::new(tls, host.to_ascii_lowercase(), port),
         path,
         query,
     })

@@ -134,10 +134,11 @@ impl AgentPool {
         if !conn.reusable() {
             return;
         }
+        let now = Instant::now();
         let entry = Idle {
             stream: conn.stream,
             buf: conn.buf,
-            since: Instant::now(),
+            since: now,
         };
         let mut evicted = Vec::new();
         {
@@ -145,7 +146,7 @@ impl AgentPool {
             let list = idle.entry(conn.key).or_default();
             while list
                 .front()
-                .is_some_and(|i| i.since.elapsed() >= IDLE_TIMEOUT)
+                .is_some_and(|i| now.duration_since(i.since) >= IDLE_TIMEOUT)
                 || list.len() >= MAX_IDLE_PER_AGENT
             {
                 evicted.extend(list.pop_front());

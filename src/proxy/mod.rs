@@ -351,7 +351,7 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
             .map(|a| a.ip().to_string()),
         max_card_bytes: snapshot.config.limits.max_card_bytes,
     };
-    ctx.upstream = Some(route_ref.origin.authority());
+    ctx.upstream = Some(route_ref.origin.authority().to_string());
     let result = forward::exchange(&gw.agents, session, out).await;
     drop(reservation);
     if agent.body == BodyMode::Stream {
