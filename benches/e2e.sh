@@ -7,11 +7,12 @@
 #     (b) ~20 MB inline-file uploads (MB/s).
 # The bench agent (examples/bench_agent.rs) reads every body in full before answering.
 #
-# Needs: wrk, nginx (Debian packages). Tunables: DURATION (10s), SMALL_CONNS (32),
-# UPLOAD_CONNS (2). Prints a table and the ratios against nginx.
+# Needs: wrk, nginx (Debian packages). Tunables: DURATION (5s per run), ROUNDS (3),
+# SMALL_CONNS (32), UPLOAD_CONNS (2). Prints per-target medians and the ratios against nginx.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION=${DURATION:-10s}
+DURATION=${DURATION:-5s}
+ROUNDS=${ROUNDS:-3}
 SMALL_CONNS=${SMALL_CONNS:-32}
 UPLOAD_CONNS=${UPLOAD_CONNS:-2}
 for tool in wrk nginx; do
@@ -101,24 +102,49 @@ run() { # name url body conns
   echo "$1 $rps $p50 $p99"
 }
 
-declare -A SMALL UP
-echo "small SendMessage, $SMALL_CONNS connections, $DURATION each; uploads of $UPLOAD_BYTES bytes, $UPLOAD_CONNS connections"
-printf '%-10s %14s %10s %10s %14s\n' target "small req/s" p50 p99 "upload MB/s"
-for t in direct cardgate nginx; do
-  case $t in
-    direct) url="http://127.0.0.1:$AGENT/" ;;
-    cardgate) url="http://127.0.0.1:$GW/agents/bench/" ;;
-    nginx) url="http://127.0.0.1:$NGX/" ;;
-  esac
-  read -r _ rps p50 p99 < <(run "$t" "$url" "$work/small.json" "$SMALL_CONNS")
-  read -r _ urps _ _ < <(run "$t" "$url" "$work/upload.json" "$UPLOAD_CONNS")
-  mbps=$(python3 -c "print(f'{$urps * $UPLOAD_BYTES / 1e6:.1f}')")
-  SMALL[$t]=$rps; UP[$t]=$mbps
-  printf '%-10s %14s %10s %10s %14s\n' "$t" "$rps" "$p50" "$p99" "$mbps"
+# Rounds interleave the three targets, so a burst of other load on the machine hits one
+# round of each rather than all of one target; the table shows per-target medians.
+echo "small SendMessage, $SMALL_CONNS connections; uploads of $UPLOAD_BYTES bytes, $UPLOAD_CONNS connections;"
+echo "$ROUNDS interleaved rounds of $DURATION per target and load"
+results="$work/results"
+: > "$results"
+for round in $(seq "$ROUNDS"); do
+  for t in direct cardgate nginx; do
+    case $t in
+      direct) url="http://127.0.0.1:$AGENT/" ;;
+      cardgate) url="http://127.0.0.1:$GW/agents/bench/" ;;
+      nginx) url="http://127.0.0.1:$NGX/" ;;
+    esac
+    read -r _ rps p50 p99 < <(run "$t" "$url" "$work/small.json" "$SMALL_CONNS")
+    read -r _ urps _ _ < <(run "$t" "$url" "$work/upload.json" "$UPLOAD_CONNS")
+    echo "$round $t $rps $p50 $p99 $urps" >> "$results"
+    echo "  round $round $t: $rps req/s (p50 $p50, p99 $p99), $(python3 -c "print(f'{$urps * $UPLOAD_BYTES / 1e6:.0f}')") MB/s" >&2
+  done
 done
-python3 - "${SMALL[cardgate]}" "${SMALL[nginx]}" "${UP[cardgate]}" "${UP[nginx]}" "${SMALL[direct]}" "${UP[direct]}" <<'PY'
-import sys
-gs, ns, gu, nu, ds, du = map(float, sys.argv[1:])
+python3 - "$results" "$UPLOAD_BYTES" <<'PY'
+import re, statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+upload_bytes = int(sys.argv[2])
+def ms(v):  # wrk latency like 1.06ms / 648.00us / 1.20s
+    n, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", v).groups()
+    return float(n) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+med = {}
+print(f"{'target':<10} {'small req/s':>12} {'p50 ms':>8} {'p99 ms':>8} {'upload MB/s':>12}")
+for t in ["direct", "cardgate", "nginx"]:
+    r = [x for x in rows if x[1] == t]
+    rps = statistics.median(float(x[2]) for x in r)
+    p50 = statistics.median(ms(x[3]) for x in r)
+    p99 = statistics.median(ms(x[4]) for x in r)
+    mbps = statistics.median(float(x[5]) for x in r) * upload_bytes / 1e6
+    med[t] = (rps, mbps)
+    print(f"{t:<10} {rps:>12.0f} {p50:>8.2f} {p99:>8.2f} {mbps:>12.1f}")
+(gs, gu), (ns, nu), (ds, du) = med["cardgate"], med["nginx"], med["direct"]
 print(f"cardgate/nginx: small requests {gs/ns:.2f}x, uploads {gu/nu:.2f}x")
 print(f"cardgate/direct: small requests {gs/ds:.2f}x, uploads {gu/du:.2f}x")
+# The same ratio within each round shows how steady the machine was.
+per_round = []
+for rnd in sorted({x[0] for x in rows}, key=int):
+    get = {x[1]: x for x in rows if x[0] == rnd}
+    per_round.append(f"{float(get['cardgate'][2]) / float(get['nginx'][2]):.2f}x/{float(get['cardgate'][5]) / float(get['nginx'][5]):.2f}x")
+print("per round (small/uploads vs nginx): " + ", ".join(per_round))
 PY
