@@ -72,7 +72,7 @@ fn json_logs_are_json_lines_with_an_access_line_per_request() {
     let config = dir.path().join("gateway.yaml");
     std::fs::write(
         &config,
-        format!("listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin}\nagents:\n  - id: demo\n    upstream: builtin:demo\n"),
+        format!("listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:{admin}\nthreads: 3\nagents:\n  - id: demo\n    upstream: builtin:demo\n"),
     )
     .unwrap();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_cardgate"))
@@ -100,6 +100,11 @@ fn json_logs_are_json_lines_with_an_access_line_per_request() {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
         .collect();
+    let listening = lines
+        .iter()
+        .find(|l| l["message"] == "cardgate listening")
+        .unwrap_or_else(|| panic!("no start-up line: {text}"));
+    assert_eq!(listening["threads"], 3, "the configured worker threads are used");
     let access: Vec<_> = lines.iter().filter(|l| l["target"] == "access").collect();
     assert!(access.len() >= 2, "{text}");
     let send = access

@@ -58,11 +58,14 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> ExitCode {
     let conf = ServerConf {
         grace_period_seconds: Some(config.shutdown_grace.as_secs()),
         graceful_shutdown_timeout_seconds: Some(1),
-        threads: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(2),
+        threads: config.threads.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        }),
         ..ServerConf::default()
     };
+    let threads = conf.threads;
     let listen = config.listen.to_string();
     let admin_listen = config.admin_listen.to_string();
     let grace = config.shutdown_grace;
@@ -100,7 +103,7 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> ExitCode {
     server.add_service(admin);
     server.add_service(refresher);
     server.add_service(drain);
-    tracing::info!(%listen, %admin_listen, "cardgate listening");
+    tracing::info!(%listen, %admin_listen, threads, "cardgate listening");
     server.run_forever()
 }
 
