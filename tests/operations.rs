@@ -104,7 +104,10 @@ fn json_logs_are_json_lines_with_an_access_line_per_request() {
         .iter()
         .find(|l| l["message"] == "cardgate listening")
         .unwrap_or_else(|| panic!("no start-up line: {text}"));
-    assert_eq!(listening["threads"], 3, "the configured worker threads are used");
+    assert_eq!(
+        listening["threads"], 3,
+        "the configured worker threads are used"
+    );
     let access: Vec<_> = lines.iter().filter(|l| l["target"] == "access").collect();
     assert!(access.len() >= 2, "{text}");
     let send = access
