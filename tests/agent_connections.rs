@@ -167,7 +167,7 @@ fn keep_alive_connections_are_reused_and_requests_go_whole_with_a_length() {
         1,
         "one pooled connection carries all five"
     );
-    for s in &seen {
+    for s in seen {
         assert_eq!(s.body, REQUEST.as_bytes());
         assert_eq!(s.header("content-length"), Some(REQUEST.len().to_string()));
         assert_eq!(s.header("transfer-encoding"), None);

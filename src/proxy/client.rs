@@ -15,6 +15,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Mutex;
@@ -269,13 +270,50 @@ impl AgentConn {
             }
             self.write(&whole).await?;
         } else {
-            self.write(head).await?;
-            for chunk in body {
-                self.write(chunk).await?;
-            }
+            self.write_gathered(head, body).await?;
         }
         self.flush().await?;
         self.request_done = true;
+        Ok(())
+    }
+
+    /// Large bodies: gathered writes of up to `GATHER` pieces, so a 20 MB upload read in 64 KiB
+    /// chunks costs a few dozen syscalls rather than hundreds.
+    async fn write_gathered(&mut self, head: &[u8], body: &[Bytes]) -> Result<(), SendError> {
+        const GATHER: usize = 64;
+        let pieces: Vec<&[u8]> = std::iter::once(head)
+            .chain(body.iter().map(|b| &b[..]))
+            .filter(|p| !p.is_empty())
+            .collect();
+        let (mut first, mut offset) = (0, 0);
+        let mut slices = Vec::with_capacity(GATHER);
+        while first < pieces.len() {
+            slices.clear();
+            slices.push(IoSlice::new(&pieces[first][offset..]));
+            slices.extend(
+                pieces[first + 1..]
+                    .iter()
+                    .take(GATHER - 1)
+                    .map(|p| IoSlice::new(p)),
+            );
+            let result = fast_timeout(self.read_timeout, self.stream.write_vectored(&slices)).await;
+            let mut written = self.io_result(result, "writing the request to the agent")?;
+            if written == 0 {
+                let e = std::io::ErrorKind::WriteZero.into();
+                return Err(self.lost("writing the request to the agent", e));
+            }
+            while written > 0 {
+                let left = pieces[first].len() - offset;
+                if written >= left {
+                    written -= left;
+                    first += 1;
+                    offset = 0;
+                } else {
+                    offset += written;
+                    written = 0;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -340,17 +378,21 @@ impl AgentConn {
     ) -> Result<T, SendError> {
         match result {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(SendError {
-                error: UpstreamError::new(
-                    UpstreamErrorKind::Reset,
-                    format!("connection lost ({doing}: {e})"),
-                ),
-                retryable: self.reused && !self.response_started,
-            }),
+            Ok(Err(e)) => Err(self.lost(doing, e)),
             Err(_) => Err(SendError {
                 error: UpstreamError::timeout(doing, self.read_timeout),
                 retryable: false,
             }),
+        }
+    }
+
+    fn lost(&self, doing: &str, e: std::io::Error) -> SendError {
+        SendError {
+            error: UpstreamError::new(
+                UpstreamErrorKind::Reset,
+                format!("connection lost ({doing}: {e})"),
+            ),
+            retryable: self.reused && !self.response_started,
         }
     }
 
