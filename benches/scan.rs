@@ -263,6 +263,17 @@ fn ratios() {
         ("small_3KB", small_body, usize::MAX),
         ("text_1MB", text_body, CHUNK),
     ];
+    // SCAN_BENCH_DUMP=dir writes the bench bodies there (to profile one with SCAN_BENCH_BODY).
+    if let Some(dir) = std::env::var_os("SCAN_BENCH_DUMP") {
+        for (name, make, _) in makers {
+            std::fs::write(
+                std::path::Path::new(&dir).join(format!("{name}.json")),
+                make(),
+            )
+            .unwrap();
+        }
+        return;
+    }
     // SCAN_BENCH_BODY=file.json measures the scanner alone on that body (for profiling).
     if let Some(path) = std::env::var_os("SCAN_BENCH_BODY") {
         let body = std::fs::read(path).unwrap();

@@ -993,6 +993,10 @@ impl Scanner {
                         self.end_string(i - 1)?;
                         return Ok(i);
                     }
+                    if let Some(next) = self.fast_escape(c, i)? {
+                        i = next;
+                        continue;
+                    }
                     self.esc = Esc::Backslash;
                 }
                 None => {
@@ -1178,6 +1182,51 @@ impl Scanner {
         }
     }
 
+    /// A whole, valid escape in this chunk, decoded at once; `i` is just past the backslash.
+    /// `None` (nothing consumed) leaves split or invalid escapes to `escape_byte`, which reports
+    /// errors at the exact byte.
+    #[inline]
+    fn fast_escape(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
+        let Some(&b) = c.get(i) else {
+            return Ok(None);
+        };
+        let (ch, next) = match b {
+            b'"' => ('"', i + 1),
+            b'\\' => ('\\', i + 1),
+            b'/' => ('/', i + 1),
+            b'b' => ('\u{8}', i + 1),
+            b'f' => ('\u{c}', i + 1),
+            b'n' => ('\n', i + 1),
+            b'r' => ('\r', i + 1),
+            b't' => ('\t', i + 1),
+            b'u' => {
+                let Some(hi) = c.get(i + 1..i + 5).and_then(hex4) else {
+                    return Ok(None);
+                };
+                match hi {
+                    0xD800..=0xDBFF => {
+                        let lo = match c.get(i + 5..i + 11) {
+                            Some([b'\\', b'u', h @ ..]) => hex4(h),
+                            _ => None,
+                        };
+                        match lo {
+                            Some(lo @ 0xDC00..=0xDFFF) => {
+                                let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                                (char::from_u32(cp).unwrap_or('\u{FFFD}'), i + 11)
+                            }
+                            _ => return Ok(None),
+                        }
+                    }
+                    0xDC00..=0xDFFF => return Ok(None),
+                    _ => (char::from_u32(hi).unwrap_or('\u{FFFD}'), i + 5),
+                }
+            }
+            _ => return Ok(None),
+        };
+        self.escaped_char(ch, next - 1)?;
+        Ok(Some(next))
+    }
+
     fn hex(&self, b: u8, i: usize) -> Res<u32> {
         (b as char).to_digit(16).ok_or_else(|| {
             Box::new(self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)"))
@@ -1185,6 +1234,7 @@ impl Scanner {
     }
 
     /// One character written as an escape.
+    #[inline]
     fn escaped_char(&mut self, ch: char, i: usize) -> Res {
         let mut buf = [0u8; 4];
         let enc = ch.encode_utf8(&mut buf).as_bytes();
@@ -1855,6 +1905,7 @@ impl Scanner {
 
     // ---- text -------------------------------------------------------------------------------
 
+    #[inline]
     fn text_run(&mut self, s: &[u8], ascii: bool) -> Res {
         // Count scalar values: every byte that is not a UTF-8 continuation byte.
         let starts = if ascii {
@@ -1867,6 +1918,7 @@ impl Scanner {
         self.check_text_length()
     }
 
+    #[inline]
     fn text_append(&mut self, s: &[u8]) {
         self.text_bytes += s.len() as u64;
         if self.policy.max_tokens.is_some() && !self.text_overflow {
@@ -1880,6 +1932,7 @@ impl Scanner {
         }
     }
 
+    #[inline]
     fn check_text_length(&self) -> Res {
         if let Some(max) = self.policy.max_chars {
             if self.text_chars > max {
@@ -1889,6 +1942,7 @@ impl Scanner {
         Ok(())
     }
 
+    #[cold]
     fn text_length_violation(&self, max: u64, exact: bool) -> Violation {
         let mut d = self.part_data(Reason::TextLength, Some(Key::Text));
         d.constraint = Some("text.maxCharacters".into());
@@ -2120,6 +2174,22 @@ fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     } else {
         None
     }
+}
+
+/// Four hex digits as a number; `None` if any is not a hex digit.
+#[inline]
+fn hex4(h: &[u8]) -> Option<u32> {
+    let mut v = 0;
+    for &d in h {
+        let x = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | x as u32;
+    }
+    Some(v)
 }
 
 fn is_ws(b: u8) -> bool {
