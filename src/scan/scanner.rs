@@ -296,12 +296,6 @@ impl<const N: usize> Small<N> {
             Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or(""),
         }
     }
-
-    fn from_str(s: &str) -> Self {
-        let mut out = Self::new();
-        out.push(s.as_bytes());
-        out
-    }
 }
 
 /// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
@@ -1407,7 +1401,8 @@ impl Scanner {
     fn end_capture(&mut self) -> Res {
         let value = self.capture.as_str();
         match self.capture_for {
-            CaptureFor::Method => self.method = Some(Small::from_str(value)),
+            // The capture as a whole (same capacity): its valid prefix is what `as_str` gives.
+            CaptureFor::Method => self.method = Some(self.capture),
             CaptureFor::Id => {
                 self.id = if self.capture.cut {
                     None
@@ -1417,7 +1412,7 @@ impl Scanner {
             }
             CaptureFor::Filename => {
                 if self.part.filename.is_none() {
-                    self.part.filename = Some(Small::from_str(value));
+                    self.part.filename = Some(self.capture);
                 }
             }
             CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
@@ -1619,12 +1614,8 @@ impl Scanner {
 
     /// The type infos a file is judged by: its declared types, and at the part's end the
     /// sniffed type when nothing specific was declared.
-    fn judged_infos(&self, part_end: bool) -> [Option<TypeInfo>; 3] {
-        let mut infos = self.part.info;
-        if !part_end {
-            infos[2] = None;
-        }
-        infos
+    fn judged_infos(&self, part_end: bool) -> &[Option<TypeInfo>] {
+        &self.part.info[..if part_end { 3 } else { 2 }]
     }
 
     fn type_name(&self, slot: usize) -> &str {
@@ -1820,7 +1811,6 @@ impl Scanner {
             let Some((max, rule)) = info.and_then(|i| i.dims) else {
                 continue;
             };
-            let t = self.type_name(slot);
             let constraint = || {
                 format!(
                     "files.perMimeType[{}].maxDimensions",
@@ -1846,7 +1836,7 @@ impl Scanner {
                             height,
                             max.width,
                             max.height,
-                            t
+                            self.type_name(slot)
                         );
                         return fail(Violation::new(msg, d));
                     }
@@ -1864,7 +1854,7 @@ impl Scanner {
                             self.part.index,
                             self.describe_part(),
                             human_bytes(self.policy.options.dimension_probe_bytes),
-                            t,
+                            self.type_name(slot),
                             max.width,
                             max.height
                         );
