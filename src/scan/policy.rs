@@ -191,6 +191,15 @@ impl Policy {
         }
     }
 
+    /// `type_info` of a common type given as bytes (no UTF-8 validation needed to find it).
+    #[inline]
+    pub(crate) fn common_type_info(&self, t: &[u8]) -> Option<TypeInfo> {
+        self.common
+            .iter()
+            .find(|(c, _)| c.as_bytes() == t)
+            .map(|(_, info)| *info)
+    }
+
     fn compute_type_info(&self, t: &str) -> TypeInfo {
         let rule = self.rule_for(t).map(|r| {
             let idx = self

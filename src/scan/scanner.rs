@@ -289,6 +289,10 @@ impl<const N: usize> Small<N> {
         self.len += take;
     }
 
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
     fn as_str(&self) -> &str {
         let b = &self.buf[..self.len];
         match std::str::from_utf8(b) {
@@ -299,8 +303,7 @@ impl<const N: usize> Small<N> {
 }
 
 /// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
-fn normalize_type(raw: &str) -> Option<Small<TYPE_CAP>> {
-    let b = raw.as_bytes();
+fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
     let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
     let essence = b[..end].trim_ascii();
     let mut out = Small::<TYPE_CAP>::new();
@@ -1399,7 +1402,6 @@ impl Scanner {
     }
 
     fn end_capture(&mut self) -> Res {
-        let value = self.capture.as_str();
         match self.capture_for {
             // The capture as a whole (same capacity): its valid prefix is what `as_str` gives.
             CaptureFor::Method => self.method = Some(self.capture),
@@ -1407,7 +1409,7 @@ impl Scanner {
                 self.id = if self.capture.cut {
                     None
                 } else {
-                    Some(Value::String(value.to_owned()))
+                    Some(Value::String(self.capture.as_str().to_owned()))
                 };
             }
             CaptureFor::Filename => {
@@ -1417,8 +1419,18 @@ impl Scanner {
             }
             CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
                 let slot = usize::from(self.capture_for == CaptureFor::FileMimeType);
-                let t = normalize_type(value);
-                self.part.info[slot] = t.map(|t| self.policy.type_info(t.as_str()));
+                // Uncut, the capture is whole characters (validated as they came): as_str would
+                // return all of it, so its bytes can be used without validating them again.
+                let t = if self.capture.cut {
+                    normalize_type(self.capture.as_str().as_bytes())
+                } else {
+                    normalize_type(self.capture.bytes())
+                };
+                self.part.info[slot] = t.map(|t| {
+                    self.policy
+                        .common_type_info(t.bytes())
+                        .unwrap_or_else(|| self.policy.type_info(t.as_str()))
+                });
                 self.part.types[slot] = t;
                 self.check_part(false)?;
             }
@@ -1501,7 +1513,42 @@ impl Scanner {
 
     /// File size and total size together. When both are broken, the one whose limit the run
     /// crossed first is reported, so the answer does not depend on how the body was chunked.
+    #[inline]
     fn check_sizes(&self, size: u64, exact: bool, part_end: bool, with_total: bool) -> Res {
+        if self.sizes_within(size, part_end, with_total) {
+            return Ok(());
+        }
+        self.size_violations(size, exact, part_end, with_total)
+    }
+
+    /// True when neither `file_size_violation` nor `total_violation` would find anything: the
+    /// common case, decided without building the violations.
+    #[inline]
+    fn sizes_within(&self, size: u64, part_end: bool, with_total: bool) -> bool {
+        if with_total {
+            if let Some(max) = self.policy.max_total {
+                if self.inline_done + size > max {
+                    return false;
+                }
+            }
+        }
+        let infos = self.judged_infos(part_end);
+        if infos.iter().all(Option::is_none) {
+            let cap = if part_end {
+                self.policy.max_per_file
+            } else {
+                self.policy.early_file_cap
+            };
+            return cap.is_none_or(|cap| size <= cap);
+        }
+        infos.iter().all(|i| {
+            i.and_then(|i| i.size)
+                .is_none_or(|(limit, _)| size <= limit)
+        })
+    }
+
+    #[cold]
+    fn size_violations(&self, size: u64, exact: bool, part_end: bool, with_total: bool) -> Res {
         let file = self.file_size_violation(size, exact, part_end);
         let total = if with_total {
             self.total_violation(size, exact)
