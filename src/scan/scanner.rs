@@ -304,6 +304,20 @@ impl<const N: usize> Small<N> {
 
 /// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
 fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
+    // Already normal (the usual case): nothing to cut, trim or lowercase.
+    let plain = b.len() <= TYPE_CAP
+        && !b
+            .iter()
+            .any(|&c| c == b';' || c.is_ascii_whitespace() || c.is_ascii_uppercase());
+    if plain {
+        if let Some(slash) = b.iter().position(|&c| c == b'/') {
+            if slash > 0 && slash + 1 < b.len() {
+                let mut out = Small::<TYPE_CAP>::new();
+                out.push(b);
+                return Some(out);
+            }
+        }
+    }
     let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
     let essence = b[..end].trim_ascii();
     let mut out = Small::<TYPE_CAP>::new();
@@ -1302,10 +1316,7 @@ impl Scanner {
     #[inline]
     fn fast_key(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
         let rest = &c[i..c.len().min(i + KEY_CAP)];
-        let Some(n) = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
-        else {
+        let Some(n) = first_special(rest) else {
             return Ok(None);
         };
         if rest[n] != b'"' {
@@ -1335,18 +1346,12 @@ impl Scanner {
         if matches!(self.pending, Role::Inline(_)) {
             return Ok(None);
         }
+        // Printable ASCII up to the closing quote; anything else takes the general path.
         let rest = &c[i..c.len().min(i + 256)];
-        let Some(n) = find_quote_or_backslash(rest) else {
+        let Some(n) = first_special(rest) else {
             return Ok(None);
         };
         if rest[n] != b'"' {
-            return Ok(None);
-        }
-        // Printable ASCII only (one vectorized pass); anything else takes the general path.
-        let (lo, hi) = rest[..n]
-            .iter()
-            .fold((0xFFu8, 0u8), |(lo, hi), &b| (lo.min(b), hi | b));
-        if lo < 0x20 || hi >= 0x80 {
             return Ok(None);
         }
         let role = self.pending;
@@ -2198,12 +2203,71 @@ impl Scanner {
     }
 }
 
-/// Keys and most values are short: a plain loop beats memchr2's setup for the first bytes.
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `x` that is zero (exact up to the first zero byte, which is all
+/// the callers use: a borrow only reaches bytes above a real zero).
+#[inline]
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(LO) & !x & HI
+}
+
+/// Bytes that end a plain run: `"` and `\\`.
+#[inline]
+fn quote_or_backslash_bits(x: u64) -> u64 {
+    zero_bytes(x ^ (LO * b'"' as u64)) | zero_bytes(x ^ (LO * b'\\' as u64))
+}
+
+/// Also control characters and non-ASCII bytes (what the short-string fast paths hand over).
+#[inline]
+fn special_bits(x: u64) -> u64 {
+    quote_or_backslash_bits(x) | (x.wrapping_sub(LO * 0x20) & !x & HI) | (x & HI)
+}
+
+/// First byte for which `bits` flags, eight bytes at a time; the last word may overlap bytes
+/// already checked (they held nothing).
+#[inline]
+fn find_word(s: &[u8], bits: fn(u64) -> u64, byte: fn(u8) -> bool) -> Option<usize> {
+    if s.len() < 8 {
+        return s.iter().position(|&b| byte(b));
+    }
+    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+    let mut at = 0;
+    while at + 8 <= s.len() {
+        let m = bits(word(at));
+        if m != 0 {
+            return Some(at + m.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    if at < s.len() {
+        let last = s.len() - 8;
+        let m = bits(word(last));
+        if m != 0 {
+            return Some(last + m.trailing_zeros() as usize / 8);
+        }
+    }
+    None
+}
+
+/// First `"`, `\\`, control character or non-ASCII byte.
+#[inline]
+fn first_special(s: &[u8]) -> Option<usize> {
+    find_word(s, special_bits, |b| {
+        b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b)
+    })
+}
+
+/// Keys and most values are short: a word-at-a-time look beats memchr2's setup for the first
+/// bytes.
 #[inline]
 fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     const SHORT: usize = 16;
     let n = s.len().min(SHORT);
-    if let Some(i) = s[..n].iter().position(|&b| b == b'"' || b == b'\\') {
+    if let Some(i) = find_word(&s[..n], quote_or_backslash_bits, |b| {
+        b == b'"' || b == b'\\'
+    }) {
         return Some(i);
     }
     if s.len() > SHORT {
@@ -2238,5 +2302,39 @@ fn utf8_width(lead: u8) -> usize {
         0xC0..=0xDF => 2,
         0xE0..=0xEF => 3,
         _ => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_searches_agree_with_byte_loops() {
+        let alphabet = [b'a', b'"', b'\\', 0x1F, 0x20, 0x7F, 0x80, 0xE9, b'!', b'~'];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 40) as usize;
+            let s: Vec<u8> = (0..len)
+                .map(|k| {
+                    // Mostly plain bytes, so hits land anywhere.
+                    let r = (x >> (k % 60)) as usize;
+                    if r % 7 == 0 {
+                        alphabet[r / 7 % alphabet.len()]
+                    } else {
+                        b'a' + (r % 26) as u8
+                    }
+                })
+                .collect();
+            let special = s
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b));
+            assert_eq!(first_special(&s), special, "{s:?}");
+            let qb = s.iter().position(|&b| b == b'"' || b == b'\\');
+            assert_eq!(find_quote_or_backslash(&s), qb, "{s:?}");
+        }
     }
 }
