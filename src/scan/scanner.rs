@@ -305,10 +305,12 @@ impl<const N: usize> Small<N> {
 /// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
 fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
     // Already normal (the usual case): nothing to cut, trim or lowercase.
+    // Whitespace is all at or below b' ' (bytes there that are not whitespace just take the
+    // general path).
     let plain = b.len() <= TYPE_CAP
-        && !b
-            .iter()
-            .any(|&c| c == b';' || c.is_ascii_whitespace() || c.is_ascii_uppercase());
+        && b.iter().fold(true, |ok, &c| {
+            ok & (c > b' ' && c != b';' && !c.is_ascii_uppercase())
+        });
     if plain {
         if let Some(slash) = b.iter().position(|&c| c == b'/') {
             if slash > 0 && slash + 1 < b.len() {
@@ -1069,6 +1071,11 @@ impl Scanner {
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
     /// Returns whether the run was plain ASCII.
     fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res<bool> {
+        // Short runs (between escapes): a word-at-a-time look is cheaper than the vector fold's
+        // setup. A run holds no quote or backslash, so "special" means control or non-ASCII.
+        if s.len() < 64 && self.utf8_len == 0 && first_special(s).is_none() {
+            return Ok(true);
+        }
         // One pass for both questions (it vectorizes; an early exit would not).
         let (lo, hi) = s
             .iter()
