@@ -5,10 +5,14 @@
 //! same process (interleaved medians), which move far less between machines than GB/s do.
 //! `SCAN_BENCH_RATIOS_ONLY=1` skips criterion; `SCAN_BENCH_BODY=file.json` times one body.
 //!
-//! Measured 2026-11-22 (2-vCPU EPYC, shared and loaded, default build, `taskset -c 1`):
-//! 50 MB: scanner 26.3 GB/s = 0.76x memchr2, 18x serde_json Value;
-//! 3 KB: 0.81 GB/s = 0.28x memchr2, 1.07x serde_json Value, 0.62x serde_json borrowed struct;
-//! 1 MB text: 1.01 GB/s = 0.41x memchr2, 0.65x serde_json Value.
+//! `SCAN_BENCH_DUMP=dir` writes the three bodies there (for `SCAN_BENCH_BODY` and callgrind).
+//!
+//! Measured 2026-11-22 (2-vCPU EPYC, shared and loaded, default build, `taskset -c 1`, medians
+//! of 3 runs):
+//! 50 MB: scanner 28.6 GB/s = 0.88x memchr2, 19x serde_json Value;
+//! 3 KB: 1.27 GB/s = 0.44x memchr2, 2.5x serde_json Value, 0.95x serde_json borrowed struct
+//! (about 41.6k instructions per body under callgrind, from 60.4k);
+//! 1 MB text: 1.17 GB/s = 0.47x memchr2, 0.74x serde_json Value.
 
 use std::borrow::Cow;
 use std::hint::black_box;
@@ -263,6 +267,17 @@ fn ratios() {
         ("small_3KB", small_body, usize::MAX),
         ("text_1MB", text_body, CHUNK),
     ];
+    // SCAN_BENCH_DUMP=dir writes the bench bodies there (to profile one with SCAN_BENCH_BODY).
+    if let Some(dir) = std::env::var_os("SCAN_BENCH_DUMP") {
+        for (name, make, _) in makers {
+            std::fs::write(
+                std::path::Path::new(&dir).join(format!("{name}.json")),
+                make(),
+            )
+            .unwrap();
+        }
+        return;
+    }
     // SCAN_BENCH_BODY=file.json measures the scanner alone on that body (for profiling).
     if let Some(path) = std::env::var_os("SCAN_BENCH_BODY") {
         let body = std::fs::read(path).unwrap();

@@ -30,7 +30,21 @@ pub struct Policy {
     pub(crate) max_tokens: Option<u64>,
     pub(crate) tokenizer: Option<Tokenizer>,
     pub(crate) options: ScanOptions,
+    /// `type_info` of common types, worked out once per policy instead of once per part.
+    common: Vec<(&'static str, TypeInfo)>,
 }
+
+/// Types most parts declare; anything else is looked up in full.
+const COMMON_TYPES: &[&str] = &[
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "application/octet-stream",
+    "text/plain",
+    "application/json",
+];
 
 impl Policy {
     /// `accepted_modes`: the media types the agent accepts (`None` = anything).
@@ -90,7 +104,7 @@ impl Policy {
             }
             None => (None, None),
         };
-        Policy {
+        let mut policy = Policy {
             max_total: files.max_total_size_bytes,
             max_count: files.max_count_per_request,
             max_per_file: files.max_size_per_file_bytes,
@@ -101,7 +115,13 @@ impl Policy {
             max_tokens,
             tokenizer,
             options,
-        }
+            common: Vec::new(),
+        };
+        policy.common = COMMON_TYPES
+            .iter()
+            .map(|&t| (t, policy.compute_type_info(t)))
+            .collect();
+        policy
     }
 
     /// A policy that limits nothing (still validates JSON and base64).
@@ -165,6 +185,22 @@ pub(crate) struct TypeInfo {
 
 impl Policy {
     pub(crate) fn type_info(&self, t: &str) -> TypeInfo {
+        match self.common.iter().find(|(c, _)| *c == t) {
+            Some((_, info)) => *info,
+            None => self.compute_type_info(t),
+        }
+    }
+
+    /// `type_info` of a common type given as bytes (no UTF-8 validation needed to find it).
+    #[inline]
+    pub(crate) fn common_type_info(&self, t: &[u8]) -> Option<TypeInfo> {
+        self.common
+            .iter()
+            .find(|(c, _)| c.as_bytes() == t)
+            .map(|(_, info)| *info)
+    }
+
+    fn compute_type_info(&self, t: &str) -> TypeInfo {
         let rule = self.rule_for(t).map(|r| {
             let idx = self
                 .per_mime

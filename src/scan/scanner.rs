@@ -289,6 +289,10 @@ impl<const N: usize> Small<N> {
         self.len += take;
     }
 
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
     fn as_str(&self) -> &str {
         let b = &self.buf[..self.len];
         match std::str::from_utf8(b) {
@@ -296,17 +300,26 @@ impl<const N: usize> Small<N> {
             Err(e) => std::str::from_utf8(&b[..e.valid_up_to()]).unwrap_or(""),
         }
     }
-
-    fn from_str(s: &str) -> Self {
-        let mut out = Self::new();
-        out.push(s.as_bytes());
-        out
-    }
 }
 
 /// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
-fn normalize_type(raw: &str) -> Option<Small<TYPE_CAP>> {
-    let b = raw.as_bytes();
+fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
+    // Already normal (the usual case): nothing to cut, trim or lowercase.
+    // Whitespace is all at or below b' ' (bytes there that are not whitespace just take the
+    // general path).
+    let plain = b.len() <= TYPE_CAP
+        && b.iter().fold(true, |ok, &c| {
+            ok & (c > b' ' && c != b';' && !c.is_ascii_uppercase())
+        });
+    if plain {
+        if let Some(slash) = b.iter().position(|&c| c == b'/') {
+            if slash > 0 && slash + 1 < b.len() {
+                let mut out = Small::<TYPE_CAP>::new();
+                out.push(b);
+                return Some(out);
+            }
+        }
+    }
     let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
     let essence = b[..end].trim_ascii();
     let mut out = Small::<TYPE_CAP>::new();
@@ -993,6 +1006,10 @@ impl Scanner {
                         self.end_string(i - 1)?;
                         return Ok(i);
                     }
+                    if let Some(next) = self.fast_escape(c, i)? {
+                        i = next;
+                        continue;
+                    }
                     self.esc = Esc::Backslash;
                 }
                 None => {
@@ -1054,6 +1071,11 @@ impl Scanner {
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
     /// Returns whether the run was plain ASCII.
     fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res<bool> {
+        // Short runs (between escapes): a word-at-a-time look is cheaper than the vector fold's
+        // setup. A run holds no quote or backslash, so "special" means control or non-ASCII.
+        if s.len() < 64 && self.utf8_len == 0 && first_special(s).is_none() {
+            return Ok(true);
+        }
         // One pass for both questions (it vectorizes; an early exit would not).
         let (lo, hi) = s
             .iter()
@@ -1178,6 +1200,51 @@ impl Scanner {
         }
     }
 
+    /// A whole, valid escape in this chunk, decoded at once; `i` is just past the backslash.
+    /// `None` (nothing consumed) leaves split or invalid escapes to `escape_byte`, which reports
+    /// errors at the exact byte.
+    #[inline]
+    fn fast_escape(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
+        let Some(&b) = c.get(i) else {
+            return Ok(None);
+        };
+        let (ch, next) = match b {
+            b'"' => ('"', i + 1),
+            b'\\' => ('\\', i + 1),
+            b'/' => ('/', i + 1),
+            b'b' => ('\u{8}', i + 1),
+            b'f' => ('\u{c}', i + 1),
+            b'n' => ('\n', i + 1),
+            b'r' => ('\r', i + 1),
+            b't' => ('\t', i + 1),
+            b'u' => {
+                let Some(hi) = c.get(i + 1..i + 5).and_then(hex4) else {
+                    return Ok(None);
+                };
+                match hi {
+                    0xD800..=0xDBFF => {
+                        let lo = match c.get(i + 5..i + 11) {
+                            Some([b'\\', b'u', h @ ..]) => hex4(h),
+                            _ => None,
+                        };
+                        match lo {
+                            Some(lo @ 0xDC00..=0xDFFF) => {
+                                let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                                (char::from_u32(cp).unwrap_or('\u{FFFD}'), i + 11)
+                            }
+                            _ => return Ok(None),
+                        }
+                    }
+                    0xDC00..=0xDFFF => return Ok(None),
+                    _ => (char::from_u32(hi).unwrap_or('\u{FFFD}'), i + 5),
+                }
+            }
+            _ => return Ok(None),
+        };
+        self.escaped_char(ch, next - 1)?;
+        Ok(Some(next))
+    }
+
     fn hex(&self, b: u8, i: usize) -> Res<u32> {
         (b as char).to_digit(16).ok_or_else(|| {
             Box::new(self.parse_error(self.at(i), "invalid \\u escape (expected 4 hex digits)"))
@@ -1185,6 +1252,7 @@ impl Scanner {
     }
 
     /// One character written as an escape.
+    #[inline]
     fn escaped_char(&mut self, ch: char, i: usize) -> Res {
         let mut buf = [0u8; 4];
         let enc = ch.encode_utf8(&mut buf).as_bytes();
@@ -1255,10 +1323,7 @@ impl Scanner {
     #[inline]
     fn fast_key(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
         let rest = &c[i..c.len().min(i + KEY_CAP)];
-        let Some(n) = rest
-            .iter()
-            .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b))
-        else {
+        let Some(n) = first_special(rest) else {
             return Ok(None);
         };
         if rest[n] != b'"' {
@@ -1288,18 +1353,12 @@ impl Scanner {
         if matches!(self.pending, Role::Inline(_)) {
             return Ok(None);
         }
+        // Printable ASCII up to the closing quote; anything else takes the general path.
         let rest = &c[i..c.len().min(i + 256)];
-        let Some(n) = find_quote_or_backslash(rest) else {
+        let Some(n) = first_special(rest) else {
             return Ok(None);
         };
         if rest[n] != b'"' {
-            return Ok(None);
-        }
-        // Printable ASCII only (one vectorized pass); anything else takes the general path.
-        let (lo, hi) = rest[..n]
-            .iter()
-            .fold((0xFFu8, 0u8), |(lo, hi), &b| (lo.min(b), hi | b));
-        if lo < 0x20 || hi >= 0x80 {
             return Ok(None);
         }
         let role = self.pending;
@@ -1355,25 +1414,35 @@ impl Scanner {
     }
 
     fn end_capture(&mut self) -> Res {
-        let value = self.capture.as_str();
         match self.capture_for {
-            CaptureFor::Method => self.method = Some(Small::from_str(value)),
+            // The capture as a whole (same capacity): its valid prefix is what `as_str` gives.
+            CaptureFor::Method => self.method = Some(self.capture),
             CaptureFor::Id => {
                 self.id = if self.capture.cut {
                     None
                 } else {
-                    Some(Value::String(value.to_owned()))
+                    Some(Value::String(self.capture.as_str().to_owned()))
                 };
             }
             CaptureFor::Filename => {
                 if self.part.filename.is_none() {
-                    self.part.filename = Some(Small::from_str(value));
+                    self.part.filename = Some(self.capture);
                 }
             }
             CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
                 let slot = usize::from(self.capture_for == CaptureFor::FileMimeType);
-                let t = normalize_type(value);
-                self.part.info[slot] = t.map(|t| self.policy.type_info(t.as_str()));
+                // Uncut, the capture is whole characters (validated as they came): as_str would
+                // return all of it, so its bytes can be used without validating them again.
+                let t = if self.capture.cut {
+                    normalize_type(self.capture.as_str().as_bytes())
+                } else {
+                    normalize_type(self.capture.bytes())
+                };
+                self.part.info[slot] = t.map(|t| {
+                    self.policy
+                        .common_type_info(t.bytes())
+                        .unwrap_or_else(|| self.policy.type_info(t.as_str()))
+                });
                 self.part.types[slot] = t;
                 self.check_part(false)?;
             }
@@ -1456,7 +1525,42 @@ impl Scanner {
 
     /// File size and total size together. When both are broken, the one whose limit the run
     /// crossed first is reported, so the answer does not depend on how the body was chunked.
+    #[inline]
     fn check_sizes(&self, size: u64, exact: bool, part_end: bool, with_total: bool) -> Res {
+        if self.sizes_within(size, part_end, with_total) {
+            return Ok(());
+        }
+        self.size_violations(size, exact, part_end, with_total)
+    }
+
+    /// True when neither `file_size_violation` nor `total_violation` would find anything: the
+    /// common case, decided without building the violations.
+    #[inline]
+    fn sizes_within(&self, size: u64, part_end: bool, with_total: bool) -> bool {
+        if with_total {
+            if let Some(max) = self.policy.max_total {
+                if self.inline_done + size > max {
+                    return false;
+                }
+            }
+        }
+        let infos = self.judged_infos(part_end);
+        if infos.iter().all(Option::is_none) {
+            let cap = if part_end {
+                self.policy.max_per_file
+            } else {
+                self.policy.early_file_cap
+            };
+            return cap.is_none_or(|cap| size <= cap);
+        }
+        infos.iter().all(|i| {
+            i.and_then(|i| i.size)
+                .is_none_or(|(limit, _)| size <= limit)
+        })
+    }
+
+    #[cold]
+    fn size_violations(&self, size: u64, exact: bool, part_end: bool, with_total: bool) -> Res {
         let file = self.file_size_violation(size, exact, part_end);
         let total = if with_total {
             self.total_violation(size, exact)
@@ -1569,12 +1673,8 @@ impl Scanner {
 
     /// The type infos a file is judged by: its declared types, and at the part's end the
     /// sniffed type when nothing specific was declared.
-    fn judged_infos(&self, part_end: bool) -> [Option<TypeInfo>; 3] {
-        let mut infos = self.part.info;
-        if !part_end {
-            infos[2] = None;
-        }
-        infos
+    fn judged_infos(&self, part_end: bool) -> &[Option<TypeInfo>] {
+        &self.part.info[..if part_end { 3 } else { 2 }]
     }
 
     fn type_name(&self, slot: usize) -> &str {
@@ -1770,7 +1870,6 @@ impl Scanner {
             let Some((max, rule)) = info.and_then(|i| i.dims) else {
                 continue;
             };
-            let t = self.type_name(slot);
             let constraint = || {
                 format!(
                     "files.perMimeType[{}].maxDimensions",
@@ -1796,7 +1895,7 @@ impl Scanner {
                             height,
                             max.width,
                             max.height,
-                            t
+                            self.type_name(slot)
                         );
                         return fail(Violation::new(msg, d));
                     }
@@ -1814,7 +1913,7 @@ impl Scanner {
                             self.part.index,
                             self.describe_part(),
                             human_bytes(self.policy.options.dimension_probe_bytes),
-                            t,
+                            self.type_name(slot),
                             max.width,
                             max.height
                         );
@@ -1855,6 +1954,7 @@ impl Scanner {
 
     // ---- text -------------------------------------------------------------------------------
 
+    #[inline]
     fn text_run(&mut self, s: &[u8], ascii: bool) -> Res {
         // Count scalar values: every byte that is not a UTF-8 continuation byte.
         let starts = if ascii {
@@ -1867,6 +1967,7 @@ impl Scanner {
         self.check_text_length()
     }
 
+    #[inline]
     fn text_append(&mut self, s: &[u8]) {
         self.text_bytes += s.len() as u64;
         if self.policy.max_tokens.is_some() && !self.text_overflow {
@@ -1880,6 +1981,7 @@ impl Scanner {
         }
     }
 
+    #[inline]
     fn check_text_length(&self) -> Res {
         if let Some(max) = self.policy.max_chars {
             if self.text_chars > max {
@@ -1889,6 +1991,7 @@ impl Scanner {
         Ok(())
     }
 
+    #[cold]
     fn text_length_violation(&self, max: u64, exact: bool) -> Violation {
         let mut d = self.part_data(Reason::TextLength, Some(Key::Text));
         d.constraint = Some("text.maxCharacters".into());
@@ -2107,12 +2210,71 @@ impl Scanner {
     }
 }
 
-/// Keys and most values are short: a plain loop beats memchr2's setup for the first bytes.
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// High bit set in each byte of `x` that is zero (exact up to the first zero byte, which is all
+/// the callers use: a borrow only reaches bytes above a real zero).
+#[inline]
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(LO) & !x & HI
+}
+
+/// Bytes that end a plain run: `"` and `\\`.
+#[inline]
+fn quote_or_backslash_bits(x: u64) -> u64 {
+    zero_bytes(x ^ (LO * b'"' as u64)) | zero_bytes(x ^ (LO * b'\\' as u64))
+}
+
+/// Also control characters and non-ASCII bytes (what the short-string fast paths hand over).
+#[inline]
+fn special_bits(x: u64) -> u64 {
+    quote_or_backslash_bits(x) | (x.wrapping_sub(LO * 0x20) & !x & HI) | (x & HI)
+}
+
+/// First byte for which `bits` flags, eight bytes at a time; the last word may overlap bytes
+/// already checked (they held nothing).
+#[inline]
+fn find_word(s: &[u8], bits: fn(u64) -> u64, byte: fn(u8) -> bool) -> Option<usize> {
+    if s.len() < 8 {
+        return s.iter().position(|&b| byte(b));
+    }
+    let word = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+    let mut at = 0;
+    while at + 8 <= s.len() {
+        let m = bits(word(at));
+        if m != 0 {
+            return Some(at + m.trailing_zeros() as usize / 8);
+        }
+        at += 8;
+    }
+    if at < s.len() {
+        let last = s.len() - 8;
+        let m = bits(word(last));
+        if m != 0 {
+            return Some(last + m.trailing_zeros() as usize / 8);
+        }
+    }
+    None
+}
+
+/// First `"`, `\\`, control character or non-ASCII byte.
+#[inline]
+fn first_special(s: &[u8]) -> Option<usize> {
+    find_word(s, special_bits, |b| {
+        b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b)
+    })
+}
+
+/// Keys and most values are short: a word-at-a-time look beats memchr2's setup for the first
+/// bytes.
 #[inline]
 fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     const SHORT: usize = 16;
     let n = s.len().min(SHORT);
-    if let Some(i) = s[..n].iter().position(|&b| b == b'"' || b == b'\\') {
+    if let Some(i) = find_word(&s[..n], quote_or_backslash_bits, |b| {
+        b == b'"' || b == b'\\'
+    }) {
         return Some(i);
     }
     if s.len() > SHORT {
@@ -2120,6 +2282,22 @@ fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     } else {
         None
     }
+}
+
+/// Four hex digits as a number; `None` if any is not a hex digit.
+#[inline]
+fn hex4(h: &[u8]) -> Option<u32> {
+    let mut v = 0;
+    for &d in h {
+        let x = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | x as u32;
+    }
+    Some(v)
 }
 
 fn is_ws(b: u8) -> bool {
@@ -2131,5 +2309,39 @@ fn utf8_width(lead: u8) -> usize {
         0xC0..=0xDF => 2,
         0xE0..=0xEF => 3,
         _ => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_searches_agree_with_byte_loops() {
+        let alphabet = [b'a', b'"', b'\\', 0x1F, 0x20, 0x7F, 0x80, 0xE9, b'!', b'~'];
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 40) as usize;
+            let s: Vec<u8> = (0..len)
+                .map(|k| {
+                    // Mostly plain bytes, so hits land anywhere.
+                    let r = (x >> (k % 60)) as usize;
+                    if r % 7 == 0 {
+                        alphabet[r / 7 % alphabet.len()]
+                    } else {
+                        b'a' + (r % 26) as u8
+                    }
+                })
+                .collect();
+            let special = s
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b));
+            assert_eq!(first_special(&s), special, "{s:?}");
+            let qb = s.iter().position(|&b| b == b'"' || b == b'\\');
+            assert_eq!(find_quote_or_backslash(&s), qb, "{s:?}");
+        }
     }
 }
