@@ -256,6 +256,27 @@ fn every_limit_in_every_shape_is_answered_by_the_gateway_and_never_reaches_the_a
         ) >= 30.0
     );
     assert!(gw.metric("cardgate_scanned_bytes_total", &[("agent", "sdk")]) > 0.0);
+    // Rejections are counted under the method they were for, not "other".
+    let rejected = |method: &str| {
+        gw.metric(
+            "cardgate_requests_total",
+            &[
+                ("agent", "sdk"),
+                ("outcome", "rejected"),
+                ("method", method),
+            ],
+        )
+    };
+    assert_eq!(
+        rejected("other"),
+        2.0,
+        "only the two unparseable JSON-RPC bodies have no method"
+    );
+    assert!(
+        rejected("SendMessage") >= 27.0,
+        "{}",
+        rejected("SendMessage")
+    );
 }
 
 #[test]

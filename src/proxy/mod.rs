@@ -299,6 +299,8 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
                 Ok(body) => body,
                 Err(e) => {
                     record_scan(agent, &scan);
+                    // Rejections are counted under the method when it was seen before the fault.
+                    ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
                     return body_failed(gw, session, ctx, &wire, &scan, e).await;
                 }
             };
@@ -312,6 +314,7 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
                 Ok(None) => {}
                 Err(v) => {
                     let id = scan.request_id().cloned();
+                    ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
                     return rejected(gw, session, ctx, &wire, id.as_ref(), &v, false).await;
                 }
             }
