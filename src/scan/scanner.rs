@@ -189,6 +189,14 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
     if k.is_empty() || k.len() > 16 {
         return None;
     }
+    let mut buf = [0u8; 16];
+    buf[..k.len()].copy_from_slice(k);
+    lookup_packed(ctx, shape, u128::from_le_bytes(buf))
+}
+
+/// `lookup_key` on a key already packed (1 to 16 bytes, zero above them).
+#[inline]
+fn lookup_packed(ctx: Ctx, shape: BodyShape, v: u128) -> Option<Key> {
     const JSONRPC: u128 = pack(b"jsonrpc");
     const ID: u128 = pack(b"id");
     const METHOD: u128 = pack(b"method");
@@ -217,37 +225,53 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
     const MIME_TYPE_P: u128 = pack(b"mime_type");
     const NAME: u128 = pack(b"name");
     // Keys never hold NUL raw, and `\u0000` makes a different (longer) key, so packing is exact.
-    let rpc = shape == BodyShape::JsonRpc;
-    let mut buf = [0u8; 16];
-    buf[..k.len()].copy_from_slice(k);
-    Some(match (ctx, u128::from_le_bytes(buf)) {
-        (Ctx::Root, JSONRPC) if rpc => Key::Jsonrpc,
-        (Ctx::Root, ID) if rpc => Key::Id,
-        (Ctx::Root, METHOD) if rpc => Key::Method,
-        (Ctx::Root, PARAMS) if rpc => Key::Params,
-        (Ctx::Root, MESSAGE) if !rpc => Key::Message,
-        // v0.3 REST: `message` is the JSON name of the proto field `request`, and the agent's
-        // ProtoJSON parser accepts both.
-        (Ctx::Root, REQUEST) if !rpc => Key::Message,
-        (Ctx::Params, MESSAGE) => Key::Message,
-        (Ctx::Message, PARTS) => Key::Parts,
-        (Ctx::Message, CONTENT) => Key::Content,
-        (Ctx::Part, KIND) => Key::Kind,
-        (Ctx::Part, TEXT) => Key::Text,
-        (Ctx::Part, RAW) => Key::Raw,
-        (Ctx::Part, URL) => Key::Url,
-        (Ctx::Part, DATA) => Key::Data,
-        (Ctx::Part, MEDIA_TYPE | MEDIA_TYPE_P) => Key::MediaType,
-        (Ctx::Part, FILENAME) => Key::Filename,
-        (Ctx::Part, FILE) => Key::File,
-        (Ctx::Part, METADATA) => Key::Metadata,
-        (Ctx::File, BYTES) => Key::Bytes,
-        (Ctx::File, URI) => Key::Uri,
-        (Ctx::File, FILE_WITH_BYTES | FILE_WITH_BYTES_P) => Key::FileWithBytes,
-        (Ctx::File, FILE_WITH_URI | FILE_WITH_URI_P) => Key::FileWithUri,
-        (Ctx::File, MIME_TYPE | MIME_TYPE_P) => Key::MimeType,
-        (Ctx::File, NAME) => Key::Name,
-        _ => return None,
+    // Context first: each arm then compares against a handful of names only.
+    Some(match ctx {
+        Ctx::Root => {
+            let rpc = shape == BodyShape::JsonRpc;
+            match v {
+                JSONRPC if rpc => Key::Jsonrpc,
+                ID if rpc => Key::Id,
+                METHOD if rpc => Key::Method,
+                PARAMS if rpc => Key::Params,
+                MESSAGE if !rpc => Key::Message,
+                // v0.3 REST: `message` is the JSON name of the proto field `request`, and the
+                // agent's ProtoJSON parser accepts both.
+                REQUEST if !rpc => Key::Message,
+                _ => return None,
+            }
+        }
+        Ctx::Params => match v {
+            MESSAGE => Key::Message,
+            _ => return None,
+        },
+        Ctx::Message => match v {
+            PARTS => Key::Parts,
+            CONTENT => Key::Content,
+            _ => return None,
+        },
+        Ctx::Part => match v {
+            KIND => Key::Kind,
+            TEXT => Key::Text,
+            RAW => Key::Raw,
+            URL => Key::Url,
+            DATA => Key::Data,
+            MEDIA_TYPE | MEDIA_TYPE_P => Key::MediaType,
+            FILENAME => Key::Filename,
+            FILE => Key::File,
+            METADATA => Key::Metadata,
+            _ => return None,
+        },
+        Ctx::File => match v {
+            BYTES => Key::Bytes,
+            URI => Key::Uri,
+            FILE_WITH_BYTES | FILE_WITH_BYTES_P => Key::FileWithBytes,
+            FILE_WITH_URI | FILE_WITH_URI_P => Key::FileWithUri,
+            MIME_TYPE | MIME_TYPE_P => Key::MimeType,
+            NAME => Key::Name,
+            _ => return None,
+        },
+        Ctx::Skip | Ctx::Parts(_) => return None,
     })
 }
 
@@ -1333,7 +1357,16 @@ impl Scanner {
         if ctx == Ctx::Skip {
             self.pending = Role::Skip;
         } else {
-            let key = lookup_key(ctx, self.shape, &rest[..n]);
+            // With 16 bytes in the chunk, pack the key straight from them (no copy).
+            let key = if n == 0 || n > 16 {
+                None
+            } else if let Some(w) = c.get(i..i + 16) {
+                let w = u128::from_le_bytes(w.try_into().unwrap());
+                let mask = u128::MAX >> (8 * (16 - n));
+                lookup_packed(ctx, self.shape, w & mask)
+            } else {
+                lookup_key(ctx, self.shape, &rest[..n])
+            };
             self.key_found(ctx, key, i + n)?;
         }
         self.state = Lex::Colon;
