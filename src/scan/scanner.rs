@@ -313,6 +313,13 @@ impl<const N: usize> Small<N> {
         self.len += take;
     }
 
+    /// Copy another's content (only its used bytes, not the whole buffer).
+    fn assign<const M: usize>(&mut self, o: &Small<M>) {
+        self.clear();
+        self.push(o.bytes());
+        self.cut |= o.cut;
+    }
+
     fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
@@ -326,8 +333,10 @@ impl<const N: usize> Small<N> {
     }
 }
 
-/// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
-fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
+/// `type/subtype` lowercased, parameters dropped, into `out` (written in place: no buffer moves
+/// per part); false when it is not a media type.
+fn normalize_type(b: &[u8], out: &mut Small<TYPE_CAP>) -> bool {
+    out.clear();
     // Already normal (the usual case): nothing to cut, trim or lowercase.
     // Whitespace is all at or below b' ' (bytes there that are not whitespace just take the
     // general path).
@@ -338,32 +347,32 @@ fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
     if plain {
         if let Some(slash) = b.iter().position(|&c| c == b'/') {
             if slash > 0 && slash + 1 < b.len() {
-                let mut out = Small::<TYPE_CAP>::new();
                 out.push(b);
-                return Some(out);
+                return true;
             }
         }
     }
     let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
     let essence = b[..end].trim_ascii();
-    let mut out = Small::<TYPE_CAP>::new();
     if essence == b"*" {
         out.push(b"*/*");
-        return Some(out);
+        return true;
     }
-    let slash = essence.iter().position(|&c| c == b'/')?;
+    let Some(slash) = essence.iter().position(|&c| c == b'/') else {
+        return false;
+    };
     let (t, st) = (
         essence[..slash].trim_ascii(),
         essence[slash + 1..].trim_ascii(),
     );
     if t.is_empty() || st.is_empty() {
-        return None;
+        return false;
     }
     out.push(t);
     out.push(b"/");
     out.push(st);
     out.buf[..out.len].make_ascii_lowercase();
-    Some(out)
+    true
 }
 
 /// A JSON-RPC id that is a plain integer, without a trip through serde_json.
@@ -429,11 +438,14 @@ enum Content {
 struct PartState {
     index: u64,
     array: ArrayName,
-    types: [Option<Small<TYPE_CAP>>; 2],
+    /// Valid where `typed` says so (kept apart so a new part does not move the buffers).
+    types: [Small<TYPE_CAP>; 2],
+    typed: [bool; 2],
     /// Per declared type, and for the sniffed type once the part ended: the policy's view.
     info: [Option<TypeInfo>; 3],
     mode_checked: [bool; 2],
-    filename: Option<Small<CAPTURE_CAP>>,
+    filename: Small<CAPTURE_CAP>,
+    named: bool,
     content: Content,
     sniff_warned: bool,
 }
@@ -443,13 +455,25 @@ impl PartState {
         PartState {
             index: 0,
             array: ArrayName::Parts,
-            types: [None, None],
+            types: [Small::new(); 2],
+            typed: [false; 2],
             info: [None; 3],
             mode_checked: [false; 2],
-            filename: None,
+            filename: Small::new(),
+            named: false,
             content: Content::None,
             sniff_warned: false,
         }
+    }
+}
+
+impl PartState {
+    fn type_at(&self, slot: usize) -> Option<&Small<TYPE_CAP>> {
+        self.typed[slot].then_some(&self.types[slot])
+    }
+
+    fn filename(&self) -> Option<&Small<CAPTURE_CAP>> {
+        self.named.then_some(&self.filename)
     }
 }
 
@@ -1092,6 +1116,21 @@ impl Scanner {
         }
     }
 
+    /// `run` for bytes already known to be printable ASCII (the fast paths looked at each):
+    /// nothing to validate again.
+    #[inline]
+    fn run_plain(&mut self, s: &[u8], i: usize) -> Res {
+        match self.str_role {
+            StrRole::Capture if self.utf8_len == 0 => {
+                self.push_capture_bytes(s);
+                Ok(())
+            }
+            StrRole::Text if self.utf8_len == 0 => self.text_run(s, true),
+            StrRole::Skip if self.utf8_len == 0 => Ok(()),
+            _ => self.run(s, i),
+        }
+    }
+
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
     /// Returns whether the run was plain ASCII.
     fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res<bool> {
@@ -1398,7 +1437,7 @@ impl Scanner {
         self.pending = Role::Skip;
         self.start_string_value(role, i - 1)?;
         if n > 0 {
-            self.run(&rest[..n], i)?;
+            self.run_plain(&rest[..n], i)?;
         }
         self.end_string(i + n)?;
         Ok(Some(i + n + 1))
@@ -1458,25 +1497,27 @@ impl Scanner {
                 };
             }
             CaptureFor::Filename => {
-                if self.part.filename.is_none() {
-                    self.part.filename = Some(self.capture);
+                if !self.part.named {
+                    self.part.filename.assign(&self.capture);
+                    self.part.named = true;
                 }
             }
             CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
                 let slot = usize::from(self.capture_for == CaptureFor::FileMimeType);
                 // Uncut, the capture is whole characters (validated as they came): as_str would
                 // return all of it, so its bytes can be used without validating them again.
-                let t = if self.capture.cut {
-                    normalize_type(self.capture.as_str().as_bytes())
+                let out = &mut self.part.types[slot];
+                let ok = if self.capture.cut {
+                    normalize_type(self.capture.as_str().as_bytes(), out)
                 } else {
-                    normalize_type(self.capture.bytes())
+                    normalize_type(self.capture.bytes(), out)
                 };
-                self.part.info[slot] = t.map(|t| {
+                self.part.typed[slot] = ok;
+                self.part.info[slot] = self.part.type_at(slot).map(|t| {
                     self.policy
                         .common_type_info(t.bytes())
                         .unwrap_or_else(|| self.policy.type_info(t.as_str()))
                 });
-                self.part.types[slot] = t;
                 self.check_part(false)?;
             }
         }
@@ -1491,10 +1532,10 @@ impl Scanner {
         let p = &mut self.part;
         p.index = index;
         p.array = array;
-        p.types = [None, None];
+        p.typed = [false; 2];
         p.info = [None; 3];
         p.mode_checked = [false; 2];
-        p.filename = None;
+        p.named = false;
         p.content = Content::None;
         p.sniff_warned = false;
     }
@@ -1650,11 +1691,7 @@ impl Scanner {
 
     /// The declared types that are specific (not empty, not application/octet-stream).
     fn declared(&self) -> impl Iterator<Item = (usize, &str)> {
-        self.part
-            .types
-            .iter()
-            .enumerate()
-            .filter_map(|(i, t)| t.as_ref().map(|t| (i, t.as_str())))
+        (0..2).filter_map(|i| self.part.type_at(i).map(|t| (i, t.as_str())))
     }
 
     fn has_specific_type(&self) -> bool {
@@ -1712,7 +1749,7 @@ impl Scanner {
 
     fn type_name(&self, slot: usize) -> &str {
         match slot {
-            0 | 1 => self.part.types[slot].as_ref().map_or("", |t| t.as_str()),
+            0 | 1 => self.part.type_at(slot).map_or("", |t| t.as_str()),
             _ => self.probe_sniffed().map_or("", Format::media_type),
         }
     }
@@ -2126,7 +2163,7 @@ impl Scanner {
     fn part_data(&self, reason: Reason, field: Option<Key>) -> ViolationData {
         let mut d = ViolationData::new(reason);
         d.part_index = Some(self.part.index);
-        d.filename = self.part.filename.as_ref().map(|f| f.as_str().to_owned());
+        d.filename = self.part.filename().map(|f| f.as_str().to_owned());
         d.media_type = self.declared().map(|(_, t)| t.to_owned()).next();
         d.field = Some(match field {
             Some(k) => self.field_path(k),
@@ -2138,7 +2175,7 @@ impl Scanner {
     /// "(photo.png, image/png) " or "".
     fn describe_part(&self) -> String {
         let mut bits: Vec<&str> = Vec::new();
-        if let Some(f) = &self.part.filename {
+        if let Some(f) = self.part.filename() {
             bits.push(f.as_str());
         }
         if let Some((_, t)) = self.declared().next() {
