@@ -1435,6 +1435,15 @@ impl Scanner {
         }
         let role = self.pending;
         self.pending = Role::Skip;
+        if role == Role::Skip {
+            // Nobody looks at it and it is already known valid: what start_string_value and
+            // end_string would leave behind, without the dispatch.
+            self.esc = Esc::None;
+            self.utf8_len = 0;
+            self.str_role = StrRole::Skip;
+            self.value_done();
+            return Ok(Some(i + n + 1));
+        }
         self.start_string_value(role, i - 1)?;
         if n > 0 {
             self.run_plain(&rest[..n], i)?;
