@@ -9,10 +9,10 @@
 //!
 //! Measured 2026-11-22, later round (2-vCPU EPYC, shared and loaded, default build,
 //! `taskset -c 1`, medians of 3 runs):
-//! 50 MB: scanner 30.6 GB/s = 0.87x memchr2, 20x serde_json Value;
-//! 3 KB: 1.31 GB/s = 0.49x memchr2, 2.9x serde_json Value, 1.12x serde_json borrowed struct
-//! (about 39.3k instructions per body under callgrind, from 41.6k, 60.4k before that);
-//! 1 MB text: 1.15 GB/s = 0.46x memchr2, 0.74x serde_json Value.
+//! 50 MB: scanner 30.8 GB/s = 0.87x memchr2, 20x serde_json Value;
+//! 3 KB: 1.55 GB/s = 0.50x memchr2, 3.1x serde_json Value, 1.15x serde_json borrowed struct
+//! (about 38.7k instructions per body under callgrind, from 41.6k, 60.4k before that);
+//! 1 MB text: 1.17 GB/s = 0.45x memchr2, 0.73x serde_json Value.
 
 use std::borrow::Cow;
 use std::hint::black_box;
