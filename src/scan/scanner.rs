@@ -189,6 +189,14 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
     if k.is_empty() || k.len() > 16 {
         return None;
     }
+    let mut buf = [0u8; 16];
+    buf[..k.len()].copy_from_slice(k);
+    lookup_packed(ctx, shape, u128::from_le_bytes(buf))
+}
+
+/// `lookup_key` on a key already packed (1 to 16 bytes, zero above them).
+#[inline]
+fn lookup_packed(ctx: Ctx, shape: BodyShape, v: u128) -> Option<Key> {
     const JSONRPC: u128 = pack(b"jsonrpc");
     const ID: u128 = pack(b"id");
     const METHOD: u128 = pack(b"method");
@@ -217,37 +225,53 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
     const MIME_TYPE_P: u128 = pack(b"mime_type");
     const NAME: u128 = pack(b"name");
     // Keys never hold NUL raw, and `\u0000` makes a different (longer) key, so packing is exact.
-    let rpc = shape == BodyShape::JsonRpc;
-    let mut buf = [0u8; 16];
-    buf[..k.len()].copy_from_slice(k);
-    Some(match (ctx, u128::from_le_bytes(buf)) {
-        (Ctx::Root, JSONRPC) if rpc => Key::Jsonrpc,
-        (Ctx::Root, ID) if rpc => Key::Id,
-        (Ctx::Root, METHOD) if rpc => Key::Method,
-        (Ctx::Root, PARAMS) if rpc => Key::Params,
-        (Ctx::Root, MESSAGE) if !rpc => Key::Message,
-        // v0.3 REST: `message` is the JSON name of the proto field `request`, and the agent's
-        // ProtoJSON parser accepts both.
-        (Ctx::Root, REQUEST) if !rpc => Key::Message,
-        (Ctx::Params, MESSAGE) => Key::Message,
-        (Ctx::Message, PARTS) => Key::Parts,
-        (Ctx::Message, CONTENT) => Key::Content,
-        (Ctx::Part, KIND) => Key::Kind,
-        (Ctx::Part, TEXT) => Key::Text,
-        (Ctx::Part, RAW) => Key::Raw,
-        (Ctx::Part, URL) => Key::Url,
-        (Ctx::Part, DATA) => Key::Data,
-        (Ctx::Part, MEDIA_TYPE | MEDIA_TYPE_P) => Key::MediaType,
-        (Ctx::Part, FILENAME) => Key::Filename,
-        (Ctx::Part, FILE) => Key::File,
-        (Ctx::Part, METADATA) => Key::Metadata,
-        (Ctx::File, BYTES) => Key::Bytes,
-        (Ctx::File, URI) => Key::Uri,
-        (Ctx::File, FILE_WITH_BYTES | FILE_WITH_BYTES_P) => Key::FileWithBytes,
-        (Ctx::File, FILE_WITH_URI | FILE_WITH_URI_P) => Key::FileWithUri,
-        (Ctx::File, MIME_TYPE | MIME_TYPE_P) => Key::MimeType,
-        (Ctx::File, NAME) => Key::Name,
-        _ => return None,
+    // Context first: each arm then compares against a handful of names only.
+    Some(match ctx {
+        Ctx::Root => {
+            let rpc = shape == BodyShape::JsonRpc;
+            match v {
+                JSONRPC if rpc => Key::Jsonrpc,
+                ID if rpc => Key::Id,
+                METHOD if rpc => Key::Method,
+                PARAMS if rpc => Key::Params,
+                MESSAGE if !rpc => Key::Message,
+                // v0.3 REST: `message` is the JSON name of the proto field `request`, and the
+                // agent's ProtoJSON parser accepts both.
+                REQUEST if !rpc => Key::Message,
+                _ => return None,
+            }
+        }
+        Ctx::Params => match v {
+            MESSAGE => Key::Message,
+            _ => return None,
+        },
+        Ctx::Message => match v {
+            PARTS => Key::Parts,
+            CONTENT => Key::Content,
+            _ => return None,
+        },
+        Ctx::Part => match v {
+            KIND => Key::Kind,
+            TEXT => Key::Text,
+            RAW => Key::Raw,
+            URL => Key::Url,
+            DATA => Key::Data,
+            MEDIA_TYPE | MEDIA_TYPE_P => Key::MediaType,
+            FILENAME => Key::Filename,
+            FILE => Key::File,
+            METADATA => Key::Metadata,
+            _ => return None,
+        },
+        Ctx::File => match v {
+            BYTES => Key::Bytes,
+            URI => Key::Uri,
+            FILE_WITH_BYTES | FILE_WITH_BYTES_P => Key::FileWithBytes,
+            FILE_WITH_URI | FILE_WITH_URI_P => Key::FileWithUri,
+            MIME_TYPE | MIME_TYPE_P => Key::MimeType,
+            NAME => Key::Name,
+            _ => return None,
+        },
+        Ctx::Skip | Ctx::Parts(_) => return None,
     })
 }
 
@@ -289,6 +313,13 @@ impl<const N: usize> Small<N> {
         self.len += take;
     }
 
+    /// Copy another's content (only its used bytes, not the whole buffer).
+    fn assign<const M: usize>(&mut self, o: &Small<M>) {
+        self.clear();
+        self.push(o.bytes());
+        self.cut |= o.cut;
+    }
+
     fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
@@ -302,8 +333,10 @@ impl<const N: usize> Small<N> {
     }
 }
 
-/// `type/subtype` lowercased, parameters dropped; `None` when it is not a media type.
-fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
+/// `type/subtype` lowercased, parameters dropped, into `out` (written in place: no buffer moves
+/// per part); false when it is not a media type.
+fn normalize_type(b: &[u8], out: &mut Small<TYPE_CAP>) -> bool {
+    out.clear();
     // Already normal (the usual case): nothing to cut, trim or lowercase.
     // Whitespace is all at or below b' ' (bytes there that are not whitespace just take the
     // general path).
@@ -314,32 +347,32 @@ fn normalize_type(b: &[u8]) -> Option<Small<TYPE_CAP>> {
     if plain {
         if let Some(slash) = b.iter().position(|&c| c == b'/') {
             if slash > 0 && slash + 1 < b.len() {
-                let mut out = Small::<TYPE_CAP>::new();
                 out.push(b);
-                return Some(out);
+                return true;
             }
         }
     }
     let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
     let essence = b[..end].trim_ascii();
-    let mut out = Small::<TYPE_CAP>::new();
     if essence == b"*" {
         out.push(b"*/*");
-        return Some(out);
+        return true;
     }
-    let slash = essence.iter().position(|&c| c == b'/')?;
+    let Some(slash) = essence.iter().position(|&c| c == b'/') else {
+        return false;
+    };
     let (t, st) = (
         essence[..slash].trim_ascii(),
         essence[slash + 1..].trim_ascii(),
     );
     if t.is_empty() || st.is_empty() {
-        return None;
+        return false;
     }
     out.push(t);
     out.push(b"/");
     out.push(st);
     out.buf[..out.len].make_ascii_lowercase();
-    Some(out)
+    true
 }
 
 /// A JSON-RPC id that is a plain integer, without a trip through serde_json.
@@ -405,11 +438,14 @@ enum Content {
 struct PartState {
     index: u64,
     array: ArrayName,
-    types: [Option<Small<TYPE_CAP>>; 2],
+    /// Valid where `typed` says so (kept apart so a new part does not move the buffers).
+    types: [Small<TYPE_CAP>; 2],
+    typed: [bool; 2],
     /// Per declared type, and for the sniffed type once the part ended: the policy's view.
     info: [Option<TypeInfo>; 3],
     mode_checked: [bool; 2],
-    filename: Option<Small<CAPTURE_CAP>>,
+    filename: Small<CAPTURE_CAP>,
+    named: bool,
     content: Content,
     sniff_warned: bool,
 }
@@ -419,13 +455,25 @@ impl PartState {
         PartState {
             index: 0,
             array: ArrayName::Parts,
-            types: [None, None],
+            types: [Small::new(); 2],
+            typed: [false; 2],
             info: [None; 3],
             mode_checked: [false; 2],
-            filename: None,
+            filename: Small::new(),
+            named: false,
             content: Content::None,
             sniff_warned: false,
         }
+    }
+}
+
+impl PartState {
+    fn type_at(&self, slot: usize) -> Option<&Small<TYPE_CAP>> {
+        self.typed[slot].then_some(&self.types[slot])
+    }
+
+    fn filename(&self) -> Option<&Small<CAPTURE_CAP>> {
+        self.named.then_some(&self.filename)
     }
 }
 
@@ -1068,6 +1116,21 @@ impl Scanner {
         }
     }
 
+    /// `run` for bytes already known to be printable ASCII (the fast paths looked at each):
+    /// nothing to validate again.
+    #[inline]
+    fn run_plain(&mut self, s: &[u8], i: usize) -> Res {
+        match self.str_role {
+            StrRole::Capture if self.utf8_len == 0 => {
+                self.push_capture_bytes(s);
+                Ok(())
+            }
+            StrRole::Text if self.utf8_len == 0 => self.text_run(s, true),
+            StrRole::Skip if self.utf8_len == 0 => Ok(()),
+            _ => self.run(s, i),
+        }
+    }
+
     /// Control characters are not allowed raw; UTF-8 may split across runs and chunks.
     /// Returns whether the run was plain ASCII.
     fn validate_utf8(&mut self, mut s: &[u8], i: usize) -> Res<bool> {
@@ -1333,7 +1396,16 @@ impl Scanner {
         if ctx == Ctx::Skip {
             self.pending = Role::Skip;
         } else {
-            let key = lookup_key(ctx, self.shape, &rest[..n]);
+            // With 16 bytes in the chunk, pack the key straight from them (no copy).
+            let key = if n == 0 || n > 16 {
+                None
+            } else if let Some(w) = c.get(i..i + 16) {
+                let w = u128::from_le_bytes(w.try_into().unwrap());
+                let mask = u128::MAX >> (8 * (16 - n));
+                lookup_packed(ctx, self.shape, w & mask)
+            } else {
+                lookup_key(ctx, self.shape, &rest[..n])
+            };
             self.key_found(ctx, key, i + n)?;
         }
         self.state = Lex::Colon;
@@ -1363,9 +1435,18 @@ impl Scanner {
         }
         let role = self.pending;
         self.pending = Role::Skip;
+        if role == Role::Skip {
+            // Nobody looks at it and it is already known valid: what start_string_value and
+            // end_string would leave behind, without the dispatch.
+            self.esc = Esc::None;
+            self.utf8_len = 0;
+            self.str_role = StrRole::Skip;
+            self.value_done();
+            return Ok(Some(i + n + 1));
+        }
         self.start_string_value(role, i - 1)?;
         if n > 0 {
-            self.run(&rest[..n], i)?;
+            self.run_plain(&rest[..n], i)?;
         }
         self.end_string(i + n)?;
         Ok(Some(i + n + 1))
@@ -1425,25 +1506,27 @@ impl Scanner {
                 };
             }
             CaptureFor::Filename => {
-                if self.part.filename.is_none() {
-                    self.part.filename = Some(self.capture);
+                if !self.part.named {
+                    self.part.filename.assign(&self.capture);
+                    self.part.named = true;
                 }
             }
             CaptureFor::PartMediaType | CaptureFor::FileMimeType => {
                 let slot = usize::from(self.capture_for == CaptureFor::FileMimeType);
                 // Uncut, the capture is whole characters (validated as they came): as_str would
                 // return all of it, so its bytes can be used without validating them again.
-                let t = if self.capture.cut {
-                    normalize_type(self.capture.as_str().as_bytes())
+                let out = &mut self.part.types[slot];
+                let ok = if self.capture.cut {
+                    normalize_type(self.capture.as_str().as_bytes(), out)
                 } else {
-                    normalize_type(self.capture.bytes())
+                    normalize_type(self.capture.bytes(), out)
                 };
-                self.part.info[slot] = t.map(|t| {
+                self.part.typed[slot] = ok;
+                self.part.info[slot] = self.part.type_at(slot).map(|t| {
                     self.policy
                         .common_type_info(t.bytes())
                         .unwrap_or_else(|| self.policy.type_info(t.as_str()))
                 });
-                self.part.types[slot] = t;
                 self.check_part(false)?;
             }
         }
@@ -1458,10 +1541,10 @@ impl Scanner {
         let p = &mut self.part;
         p.index = index;
         p.array = array;
-        p.types = [None, None];
+        p.typed = [false; 2];
         p.info = [None; 3];
         p.mode_checked = [false; 2];
-        p.filename = None;
+        p.named = false;
         p.content = Content::None;
         p.sniff_warned = false;
     }
@@ -1617,11 +1700,7 @@ impl Scanner {
 
     /// The declared types that are specific (not empty, not application/octet-stream).
     fn declared(&self) -> impl Iterator<Item = (usize, &str)> {
-        self.part
-            .types
-            .iter()
-            .enumerate()
-            .filter_map(|(i, t)| t.as_ref().map(|t| (i, t.as_str())))
+        (0..2).filter_map(|i| self.part.type_at(i).map(|t| (i, t.as_str())))
     }
 
     fn has_specific_type(&self) -> bool {
@@ -1679,7 +1758,7 @@ impl Scanner {
 
     fn type_name(&self, slot: usize) -> &str {
         match slot {
-            0 | 1 => self.part.types[slot].as_ref().map_or("", |t| t.as_str()),
+            0 | 1 => self.part.type_at(slot).map_or("", |t| t.as_str()),
             _ => self.probe_sniffed().map_or("", Format::media_type),
         }
     }
@@ -2093,7 +2172,7 @@ impl Scanner {
     fn part_data(&self, reason: Reason, field: Option<Key>) -> ViolationData {
         let mut d = ViolationData::new(reason);
         d.part_index = Some(self.part.index);
-        d.filename = self.part.filename.as_ref().map(|f| f.as_str().to_owned());
+        d.filename = self.part.filename().map(|f| f.as_str().to_owned());
         d.media_type = self.declared().map(|(_, t)| t.to_owned()).next();
         d.field = Some(match field {
             Some(k) => self.field_path(k),
@@ -2105,7 +2184,7 @@ impl Scanner {
     /// "(photo.png, image/png) " or "".
     fn describe_part(&self) -> String {
         let mut bits: Vec<&str> = Vec::new();
-        if let Some(f) = &self.part.filename {
+        if let Some(f) = self.part.filename() {
             bits.push(f.as_str());
         }
         if let Some((_, t)) = self.declared().next() {
