@@ -412,8 +412,7 @@ impl AgentConn {
     /// Read the response head (1xx answers skipped). `head_request`: the response has no body.
     pub async fn read_head(&mut self, head_request: bool) -> Result<ResponseHeader, SendError> {
         loop {
-            let parsed = parse_head(&self.buf).map_err(|e| self.protocol(e))?;
-            let Some((len, status)) = parsed else {
+            let Some(len) = head_end(&self.buf) else {
                 if self.buf.len() >= MAX_HEAD_BYTES {
                     return Err(self.protocol(format!(
                         "the agent's response head is larger than {} KiB",
@@ -432,14 +431,10 @@ impl AgentConn {
                 continue;
             };
             let head = self.buf.split_to(len).freeze();
-            if (100..200).contains(&status) {
-                if status == 101 {
-                    return Err(self.protocol("the agent switched protocols unasked".into()));
-                }
-                continue;
+            if let Some(header) = self.build_header(&head, head_request)? {
+                return Ok(header);
             }
-            let header = self.build_header(&head, head_request)?;
-            return Ok(header);
+            // A 1xx answer: the final one follows.
         }
     }
 
@@ -450,19 +445,31 @@ impl AgentConn {
         }
     }
 
-    /// Turn a complete head into a `ResponseHeader` (names and values share `head`) and
-    /// decide the body's framing.
+    /// Parse a whole head (once) into a `ResponseHeader` whose names and values share `head`,
+    /// and decide the body's framing. `None` for an informational (1xx) answer.
     fn build_header(
         &mut self,
         head: &Bytes,
         head_request: bool,
-    ) -> Result<ResponseHeader, SendError> {
+    ) -> Result<Option<ResponseHeader>, SendError> {
         let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut response = httparse::Response::new(&mut slots);
-        if !matches!(response.parse(head), Ok(httparse::Status::Complete(_))) {
-            return Err(self.protocol("the agent's response head does not parse".into()));
+        match response.parse(head) {
+            Ok(httparse::Status::Complete(_)) => {}
+            Ok(httparse::Status::Partial) => {
+                return Err(self.protocol("invalid response head from the agent".into()))
+            }
+            Err(e) => {
+                return Err(self.protocol(format!("invalid response head from the agent ({e})")))
+            }
         }
         let status = response.code.unwrap_or(0);
+        if (100..200).contains(&status) {
+            if status == 101 {
+                return Err(self.protocol("the agent switched protocols unasked".into()));
+            }
+            return Ok(None);
+        }
         let version = response.version.unwrap_or(0);
         let mut header = ResponseHeader::build(status, Some(response.headers.len()))
             .map_err(|_| self.protocol(format!("invalid status {status} from the agent")))?;
@@ -541,7 +548,7 @@ impl AgentConn {
         if self.framing == Framing::Close {
             self.keep_alive = false;
         }
-        Ok(header)
+        Ok(Some(header))
     }
 
     /// The next piece of the response body, as soon as any arrives; `None` at its end.
@@ -682,13 +689,26 @@ impl AgentConn {
     }
 }
 
-/// `Some((head length, status))` once the buffer holds a whole response head.
-fn parse_head(buf: &[u8]) -> Result<Option<(usize, u16)>, String> {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut response = httparse::Response::new(&mut slots);
-    match response.parse(buf) {
-        Ok(httparse::Status::Complete(len)) => Ok(Some((len, response.code.unwrap_or(0)))),
-        Ok(httparse::Status::Partial) => Ok(None),
-        Err(e) => Err(format!("invalid response head from the agent ({e})")),
+/// The length of the response head through the empty line that ends it, once it is all in
+/// `buf` (CRLF or bare LF line ends, as httparse accepts).
+fn head_end(buf: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b'\n', buf).find_map(|i| match &buf[i + 1..] {
+        [b'\n', ..] => Some(i + 2),
+        [b'\r', b'\n', ..] => Some(i + 3),
+        _ => None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::head_end;
+
+    #[test]
+    fn a_head_ends_at_the_first_empty_line() {
+        assert_eq!(head_end(b"HTTP/1.1 200 OK\r\nA: b\r\n\r\nbody"), Some(25));
+        assert_eq!(head_end(b"HTTP/1.1 200 OK\nA: b\n\nbody"), Some(22));
+        assert_eq!(head_end(b"HTTP/1.1 200 OK\r\nA: b\r\n"), None);
+        assert_eq!(head_end(b"HTTP/1.1 200 OK\r\nA: b\r\n\r"), None);
+        assert_eq!(head_end(b""), None);
     }
 }
