@@ -168,14 +168,14 @@ impl RouteTable {
     /// The upstream URL an already-rewritten-card URL would map back to (for tests and
     /// the admin view): the inverse of the rewrite.
     pub fn upstream_url(&self, gateway_path: &str) -> Option<String> {
-        let (route, path) = self.resolve(gateway_path)?;
+        let (_, route, path) = self.resolve(gateway_path)?;
         let scheme = if route.origin.tls { "https" } else { "http" };
         Some(format!("{scheme}://{}{path}", route.origin.authority()))
     }
 
-    /// Map the request path under `/agents/{id}` (may be empty) to a route and the
-    /// upstream path (query included if `rest` has one).
-    pub fn resolve<'a>(&'a self, rest: &str) -> Option<(&'a Route, String)> {
+    /// Map the request path under `/agents/{id}` (may be empty) to a route (with its index)
+    /// and the upstream path (query included if `rest` has one).
+    pub fn resolve<'a>(&'a self, rest: &str) -> Option<(usize, &'a Route, String)> {
         if let Some(after) = rest.strip_prefix(ROUTE_SEGMENT) {
             let end = after.find(['/', '?']).unwrap_or(after.len());
             let n: usize = after[..end].parse().ok()?;
@@ -186,7 +186,7 @@ impl RouteTable {
             } else {
                 tail.to_string()
             };
-            return Some((route, path));
+            return Some((n, route, path));
         }
         let route = &self.routes[0];
         let path = format!("{}{}", route.base_path, rest);
@@ -195,7 +195,7 @@ impl RouteTable {
         } else {
             path
         };
-        Some((route, path))
+        Some((0, route, path))
     }
 }
 
@@ -460,12 +460,12 @@ mod tests {
     #[test]
     fn resolve_keeps_queries_and_rejects_unknown_routes() {
         let t = table("http://h:1");
-        assert_eq!(t.resolve("").unwrap().1, "/");
+        assert_eq!(t.resolve("").unwrap().2, "/");
         assert_eq!(
-            t.resolve("?A2A-Version=1.0").unwrap().1,
+            t.resolve("?A2A-Version=1.0").unwrap().2,
             "/?A2A-Version=1.0"
         );
-        assert_eq!(t.resolve("/v1/message:send").unwrap().1, "/v1/message:send");
+        assert_eq!(t.resolve("/v1/message:send").unwrap().2, "/v1/message:send");
         assert!(t.resolve("/_route/7/x").is_none());
         assert!(t.resolve("/_route/0/x").is_none());
     }

@@ -239,14 +239,14 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
             return answer_unread(session, &e).await;
         }
     };
-    let query = session
+    // The part after `/agents/{id}`, with the query: a slice of the request target.
+    let target_path = session
         .req_header()
         .uri
-        .query()
-        .map(|q| format!("?{q}"))
-        .unwrap_or_default();
-    let Some((route_ref, upstream_path)) = card.routes.resolve(&format!("{}{query}", target.rest))
-    else {
+        .path_and_query()
+        .map_or(path.as_str(), |pq| pq.as_str());
+    let rest_and_query = &target_path[path.len() - target.rest.len()..];
+    let Some((route_index, route_ref, upstream_path)) = card.routes.resolve(rest_and_query) else {
         let e = HttpError::new(
             404,
             format!("no such route on agent {:?}: {path:?}", agent.id),
@@ -254,12 +254,6 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
         ctx.finish(404, "not_found");
         return answer_unread(session, &e).await;
     };
-    let route_index = card
-        .routes
-        .routes()
-        .iter()
-        .position(|r| r == route_ref)
-        .unwrap_or(0);
     let http_method = session.req_header().method.as_str().to_string();
     ctx.method = route::method_label(None, &http_method, &upstream_path);
 
