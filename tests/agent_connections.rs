@@ -139,6 +139,19 @@ fn send(gw: &Gateway, body: &str) -> Reply {
     )
 }
 
+/// REQUEST, with `x-case` telling the scripted agent how to answer.
+fn send_case(gw: &Gateway, case: &str) -> Reply {
+    post(
+        &gw.url("/agents/a/"),
+        &[
+            ("content-type", "application/json"),
+            ("a2a-version", "1.0"),
+            ("x-case", case),
+        ],
+        REQUEST.as_bytes(),
+    )
+}
+
 const REQUEST: &str = r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}"#;
 
 fn fixed(body: &str) -> Vec<u8> {
@@ -238,15 +251,7 @@ fn chunked_close_delimited_and_informational_answers_arrive_whole() {
     let up = Scripted::start(Arc::new(script));
     let gw = gateway_for(&up);
     for case in ["chunked", "close", "continue", "chunked", "plain"] {
-        let r = post(
-            &gw.url("/agents/a/"),
-            &[
-                ("content-type", "application/json"),
-                ("a2a-version", "1.0"),
-                ("x-case", case),
-            ],
-            REQUEST.as_bytes(),
-        );
+        let r = send_case(&gw, case);
         assert_eq!(r.status, 200, "{case}: {}", r.text());
         assert_eq!(r.text(), body, "{case}");
     }
@@ -343,15 +348,7 @@ fn malformed_answers_are_502_naming_the_problem() {
         ("huge-head", "larger than 64 KiB"),
         ("bad-length", "invalid Content-Length"),
     ] {
-        let r = post(
-            &gw.url("/agents/a/"),
-            &[
-                ("content-type", "application/json"),
-                ("a2a-version", "1.0"),
-                ("x-case", case),
-            ],
-            REQUEST.as_bytes(),
-        );
+        let r = send_case(&gw, case);
         assert_eq!(r.status, 502, "{case}: {}", r.text());
         assert!(r.text().contains(expect), "{case}: {}", r.text());
     }
@@ -372,14 +369,6 @@ fn malformed_answers_are_502_naming_the_problem() {
     assert!(log.contains("invalid chunk size"), "{log}");
     assert!(log.contains("before the end of the response"), "{log}");
     // The gateway keeps serving.
-    let r = post(
-        &gw.url("/agents/a/"),
-        &[
-            ("content-type", "application/json"),
-            ("a2a-version", "1.0"),
-            ("x-case", "garbage"),
-        ],
-        REQUEST.as_bytes(),
-    );
+    let r = send_case(&gw, "garbage");
     assert_eq!(r.status, 502);
 }

@@ -1098,15 +1098,7 @@ impl Scanner {
             role => {
                 let ascii = self.validate_utf8(s, i)?;
                 match role {
-                    StrRole::Key => {
-                        let room = KEY_CAP - self.key_len;
-                        if s.len() > room {
-                            self.key_long = true;
-                        } else {
-                            self.keybuf[self.key_len..self.key_len + s.len()].copy_from_slice(s);
-                            self.key_len += s.len();
-                        }
-                    }
+                    StrRole::Key => self.push_key(s),
                     StrRole::Capture => self.push_capture_bytes(s),
                     StrRole::Text => self.text_run(s, ascii)?,
                     _ => {}
@@ -1315,20 +1307,23 @@ impl Scanner {
     }
 
     /// One character written as an escape.
+    /// Key bytes (plain or from an escape); a key too long to be one we know is only marked.
+    #[inline]
+    fn push_key(&mut self, bytes: &[u8]) {
+        if bytes.len() > KEY_CAP - self.key_len {
+            self.key_long = true;
+        } else {
+            self.keybuf[self.key_len..self.key_len + bytes.len()].copy_from_slice(bytes);
+            self.key_len += bytes.len();
+        }
+    }
+
     #[inline]
     fn escaped_char(&mut self, ch: char, i: usize) -> Res {
         let mut buf = [0u8; 4];
         let enc = ch.encode_utf8(&mut buf).as_bytes();
         match self.str_role {
-            StrRole::Key => {
-                let room = KEY_CAP - self.key_len;
-                if enc.len() > room {
-                    self.key_long = true;
-                } else {
-                    self.keybuf[self.key_len..self.key_len + enc.len()].copy_from_slice(enc);
-                    self.key_len += enc.len();
-                }
-            }
+            StrRole::Key => self.push_key(enc),
             StrRole::Capture => self.push_capture_bytes(enc),
             StrRole::Text => {
                 self.text_chars += 1;
