@@ -240,10 +240,6 @@ impl AgentConn {
         }
     }
 
-    pub fn reused(&self) -> bool {
-        self.reused
-    }
-
     /// The timeout for each read (and write) from now on.
     pub fn set_read_timeout(&mut self, d: Duration) {
         self.read_timeout = d;
