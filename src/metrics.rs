@@ -6,8 +6,8 @@
 use std::sync::LazyLock;
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 pub struct Metrics {
@@ -155,7 +155,30 @@ impl Metrics {
     }
 }
 
+/// An agent's per-request series keyed by the agent alone, looked up once per config
+/// (not hashed again on every request).
+#[derive(Clone)]
+pub struct AgentSeries {
+    pub inflight_requests: IntGauge,
+    pub request_duration: Histogram,
+    pub upstream_duration: Histogram,
+    pub request_body_bytes: Histogram,
+    pub scanned_bytes: IntCounter,
+    pub scan_duration: Histogram,
+}
+
 impl Metrics {
+    pub fn agent_series(&self, agent: &str) -> AgentSeries {
+        AgentSeries {
+            inflight_requests: self.inflight_requests.with_label_values(&[agent]),
+            request_duration: self.request_duration.with_label_values(&[agent]),
+            upstream_duration: self.upstream_duration.with_label_values(&[agent]),
+            request_body_bytes: self.request_body_bytes.with_label_values(&[agent]),
+            scanned_bytes: self.scanned_bytes.with_label_values(&[agent]),
+            scan_duration: self.scan_duration.with_label_values(&[agent]),
+        }
+    }
+
     /// Create an agent's series at zero, so dashboards and alerts see them before the first
     /// event (the prometheus crate omits a metric until it has a series).
     pub fn register_agent(&self, agent: &str) {

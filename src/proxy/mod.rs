@@ -21,7 +21,7 @@ use tracing::{info, warn};
 
 use crate::config::BodyMode;
 use crate::metrics::{metrics, status_class};
-use crate::registry::Registry;
+use crate::registry::{AgentEntry, Registry};
 use body::{BodyError, InflightBudget};
 use forward::{CardResponse, ExchangeError, Outbound, OutboundBody, StreamedBody};
 use reply::HttpError;
@@ -47,7 +47,8 @@ impl Gateway {
 /// Per-request state, for the access log and metrics.
 pub struct RequestCtx {
     start: Instant,
-    agent: Option<String>,
+    /// The agent the request is for, once known.
+    agent: Option<Arc<AgentEntry>>,
     method: &'static str,
     status: u16,
     outcome: &'static str,
@@ -65,10 +66,9 @@ pub struct RequestCtx {
 struct InflightRequest(prometheus::IntGauge);
 
 impl InflightRequest {
-    fn new(agent: &str) -> Self {
-        let gauge = metrics().inflight_requests.with_label_values(&[agent]);
+    fn new(gauge: &prometheus::IntGauge) -> Self {
         gauge.inc();
-        Self(gauge)
+        Self(gauge.clone())
     }
 }
 
@@ -146,7 +146,7 @@ impl ProxyHttp for Gateway {
         if let Some(e) = e {
             ctx.error.get_or_insert_with(|| e.to_string());
         }
-        let agent = ctx.agent.as_deref().unwrap_or("-");
+        let agent = ctx.agent.as_ref().map_or("-", |a| a.config.id.as_str());
         let status = if ctx.status == 0 {
             session
                 .response_written()
@@ -156,23 +156,18 @@ impl ProxyHttp for Gateway {
             ctx.status
         };
         let elapsed = ctx.start.elapsed();
-        if let Some(id) = &ctx.agent {
-            let m = metrics();
-            m.requests
-                .with_label_values(&[id, ctx.method, status_class(status), ctx.outcome])
+        if let Some(entry) = &ctx.agent {
+            metrics()
+                .requests
+                .with_label_values(&[agent, ctx.method, status_class(status), ctx.outcome])
                 .inc();
-            m.request_duration
-                .with_label_values(&[id])
-                .observe(elapsed.as_secs_f64());
+            let series = &entry.series;
+            series.request_duration.observe(elapsed.as_secs_f64());
             if let Some(t) = ctx.upstream_time {
-                m.upstream_duration
-                    .with_label_values(&[id])
-                    .observe(t.as_secs_f64());
+                series.upstream_duration.observe(t.as_secs_f64());
             }
             if ctx.bytes_in > 0 {
-                m.request_body_bytes
-                    .with_label_values(&[id])
-                    .observe(ctx.bytes_in as f64);
+                series.request_body_bytes.observe(ctx.bytes_in as f64);
             }
         }
         info!(
@@ -212,8 +207,8 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
         return answer_unread(session, &e).await;
     };
     let agent = &entry.config;
-    ctx.agent = Some(agent.id.clone());
-    ctx._inflight = Some(InflightRequest::new(&agent.id));
+    ctx.agent = Some(entry.clone());
+    ctx._inflight = Some(InflightRequest::new(&entry.series.inflight_requests));
 
     if route::is_card_path(target.rest) {
         ctx.method = "GetCard";
@@ -292,14 +287,14 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
             let body = match read {
                 Ok(body) => body,
                 Err(e) => {
-                    record_scan(agent, &scan);
+                    record_scan(&entry, &scan);
                     // Rejections are counted under the method when it was seen before the fault.
                     ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
                     return body_failed(gw, session, ctx, &wire, &scan, e).await;
                 }
             };
             ctx.bytes_in = body.len;
-            record_scan(agent, &scan);
+            record_scan(&entry, &scan);
             match scan.finish(body.len).and_then(|summary| {
                 check_method(scan.method())?;
                 Ok(summary)
@@ -353,7 +348,7 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
     drop(reservation);
     if agent.body == BodyMode::Stream {
         ctx.bytes_in = scan.bytes_scanned();
-        record_scan(agent, &scan);
+        record_scan(&entry, &scan);
         ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
     }
     match result {
@@ -403,14 +398,12 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
     }
 }
 
-fn record_scan(agent: &crate::config::AgentConfig, scan: &enforce::BodyScan) {
+fn record_scan(entry: &AgentEntry, scan: &enforce::BodyScan) {
     if scan.scanned() {
-        let m = metrics();
-        m.scanned_bytes
-            .with_label_values(&[&agent.id])
-            .inc_by(scan.bytes_scanned());
-        m.scan_duration
-            .with_label_values(&[&agent.id])
+        entry.series.scanned_bytes.inc_by(scan.bytes_scanned());
+        entry
+            .series
+            .scan_duration
             .observe(scan.time_spent().as_secs_f64());
     }
 }
@@ -426,11 +419,12 @@ async fn rejected(
     v: &crate::scan::Violation,
     unread: bool,
 ) -> Result<()> {
-    let agent = ctx.agent.clone().unwrap_or_default();
-    metrics()
-        .rejections
-        .with_label_values(&[&agent, v.reason()])
-        .inc();
+    if let Some(entry) = &ctx.agent {
+        metrics()
+            .rejections
+            .with_label_values(&[&entry.config.id, v.reason()])
+            .inc();
+    }
     ctx.reason = Some(v.reason());
     let status = enforce::reject(session, wire, id, v, unread).await?;
     ctx.finish(status, "rejected");
@@ -449,17 +443,15 @@ async fn body_failed(
     scan: &enforce::BodyScan,
     e: BodyError<crate::scan::Violation>,
 ) -> Result<()> {
-    let agent_id = ctx.agent.clone().unwrap_or_default();
+    let Some(entry) = ctx.agent.clone() else {
+        return Ok(());
+    };
     let id = scan.request_id().cloned();
     let (error, reason) = match e {
         BodyError::Rejected(v) => {
             return rejected(gw, session, ctx, wire, id.as_ref(), &v, true).await
         }
         BodyError::TooLarge { limit, read } => {
-            let snapshot = gw.registry.load();
-            let Some(entry) = snapshot.agents.get(&agent_id) else {
-                return Ok(());
-            };
             let v = enforce::body_too_large(&entry.config, limit, read, true);
             return rejected(gw, session, ctx, wire, id.as_ref(), &v, true).await;
         }
@@ -489,7 +481,7 @@ async fn body_failed(
     };
     metrics()
         .rejections
-        .with_label_values(&[&agent_id, reason])
+        .with_label_values(&[&entry.config.id, reason])
         .inc();
     ctx.finish(error.status, "rejected");
     ctx.reason = Some(reason);

@@ -144,6 +144,7 @@ pub async fn refresh_entry(
             info!(agent = %id, url = %state.source_url, version = %state.spec_version, "card fetched");
             AgentEntry {
                 config: entry.config.clone(),
+                series: entry.series.clone(),
                 upstream: entry.upstream.clone(),
                 card: Some(std::sync::Arc::new(state)),
                 health: FetchHealth {
@@ -166,6 +167,7 @@ pub async fn refresh_entry(
             warn!(agent = %id, result = failure.label, "card fetch failed: {}{stale}", failure.message);
             AgentEntry {
                 config: entry.config.clone(),
+                series: entry.series.clone(),
                 upstream: entry.upstream.clone(),
                 card: entry.card.clone(),
                 health: FetchHealth {

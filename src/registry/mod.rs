@@ -28,6 +28,8 @@ pub struct Snapshot {
 /// One configured agent and the last good card fetched for it.
 pub struct AgentEntry {
     pub config: Arc<AgentConfig>,
+    /// The agent's per-request metric series.
+    pub series: crate::metrics::AgentSeries,
     /// The agent's base URL (the demo agent's loopback address for `builtin:demo`).
     pub upstream: ParsedUrl,
     pub card: Option<Arc<CardState>>,
@@ -322,6 +324,7 @@ impl Registry {
                     Some(e) => e.clone(),
                     None => Arc::new(AgentEntry {
                         config: Arc::new(agent.clone()),
+                        series: crate::metrics::metrics().agent_series(&agent.id),
                         upstream: self.upstream_of(agent),
                         card: None,
                         health: FetchHealth {

@@ -87,6 +87,7 @@ pub async fn refresh_one(registry: &Registry, connector: &Connector, id: &str) -
 fn clone_entry(e: &super::AgentEntry) -> super::AgentEntry {
     super::AgentEntry {
         config: e.config.clone(),
+        series: e.series.clone(),
         upstream: e.upstream.clone(),
         card: e.card.clone(),
         health: e.health.clone(),
