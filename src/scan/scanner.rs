@@ -39,7 +39,8 @@ enum Lex {
     After,
     Str,
     Lit,
-    Num(Num),
+    /// Inside a number; its sub-state is `Scanner::num`.
+    Num,
     Done,
 }
 
@@ -484,6 +485,7 @@ pub struct Scanner {
     /// Body offset of the chunk being fed.
     base: u64,
     state: Lex,
+    num: Num,
     depth: u32,
     /// Bit d set: the container at depth d is an object.
     kinds: [u64; 16],
@@ -537,6 +539,7 @@ impl Scanner {
             shape,
             base: 0,
             state: Lex::Value,
+            num: Num::Zero,
             depth: 0,
             kinds: [0; 16],
             ctx: [Ctx::Skip; TRACKED],
@@ -621,8 +624,9 @@ impl Scanner {
     fn finish_inner(&mut self) -> Res {
         match self.state {
             Lex::Done => Ok(()),
-            Lex::Num(n)
-                if self.depth == 0 && matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) =>
+            Lex::Num
+                if self.depth == 0
+                    && matches!(self.num, Num::Zero | Num::Int | Num::Frac | Num::Exp) =>
             {
                 self.end_number()?;
                 Ok(())
@@ -745,13 +749,14 @@ impl Scanner {
                         self.value_done();
                     }
                 }
-                Lex::Num(n) => {
+                Lex::Num => {
+                    let n = self.num;
                     match self.number_byte(n, b) {
                         Some(next) => {
                             if self.num_capture {
                                 self.push_capture_bytes(&[b]);
                             }
-                            self.state = Lex::Num(next);
+                            self.num = next;
                         }
                         None => {
                             if !matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) {
@@ -916,11 +921,12 @@ impl Scanner {
                     self.capture_for = CaptureFor::Id;
                     self.push_capture_bytes(&[b]);
                 }
-                self.state = Lex::Num(match b {
+                self.state = Lex::Num;
+                self.num = match b {
                     b'-' => Num::Minus,
                     b'0' => Num::Zero,
                     _ => Num::Int,
-                });
+                };
             }
             _ => return fail(self.parse_error(self.at(i), "expected a JSON value")),
         }
@@ -1032,6 +1038,11 @@ impl Scanner {
             }
             if self.str_role == StrRole::Inline {
                 i += self.inline_blocks(&c[i..])?;
+            } else if self.str_role == StrRole::Text && self.utf8_len == 0 {
+                i = self.fast_text(c, i)?;
+                if self.state != Lex::Str {
+                    return Ok(i);
+                }
             }
             let rest = &c[i..];
             if rest.is_empty() {
@@ -1260,44 +1271,54 @@ impl Scanner {
     /// errors at the exact byte.
     #[inline]
     fn fast_escape(&mut self, c: &[u8], i: usize) -> Res<Option<usize>> {
-        let Some(&b) = c.get(i) else {
+        let Some((ch, next)) = decode_escape(c, i) else {
             return Ok(None);
-        };
-        let (ch, next) = match b {
-            b'"' => ('"', i + 1),
-            b'\\' => ('\\', i + 1),
-            b'/' => ('/', i + 1),
-            b'b' => ('\u{8}', i + 1),
-            b'f' => ('\u{c}', i + 1),
-            b'n' => ('\n', i + 1),
-            b'r' => ('\r', i + 1),
-            b't' => ('\t', i + 1),
-            b'u' => {
-                let Some(hi) = c.get(i + 1..i + 5).and_then(hex4) else {
-                    return Ok(None);
-                };
-                match hi {
-                    0xD800..=0xDBFF => {
-                        let lo = match c.get(i + 5..i + 11) {
-                            Some([b'\\', b'u', h @ ..]) => hex4(h),
-                            _ => None,
-                        };
-                        match lo {
-                            Some(lo @ 0xDC00..=0xDFFF) => {
-                                let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-                                (char::from_u32(cp).unwrap_or('\u{FFFD}'), i + 11)
-                            }
-                            _ => return Ok(None),
-                        }
-                    }
-                    0xDC00..=0xDFFF => return Ok(None),
-                    _ => (char::from_u32(hi).unwrap_or('\u{FFFD}'), i + 5),
-                }
-            }
-            _ => return Ok(None),
         };
         self.escaped_char(ch, next - 1)?;
         Ok(Some(next))
+    }
+
+    /// Text made of printable ASCII runs and whole escapes, counted in one loop (the common
+    /// shape of a message). Stops, state consistent, at anything else: a run holding non-ASCII or
+    /// control bytes, a long run, a split or invalid escape, the chunk's end; `string_body`
+    /// carries on from there. Returns where it stopped, or past the closing quote.
+    fn fast_text(&mut self, c: &[u8], mut i: usize) -> Res<usize> {
+        loop {
+            let window = &c[i..c.len().min(i + 64)];
+            let Some(n) = first_special(window) else {
+                return Ok(i);
+            };
+            let run = &window[..n];
+            let escape = match window[n] {
+                b'"' => None,
+                b'\\' => match decode_escape(c, i + n + 1) {
+                    Some(escape) => Some(escape),
+                    // Split or invalid: the general path takes it from the backslash.
+                    None => {
+                        self.text_run(run, true)?;
+                        return Ok(i + n);
+                    }
+                },
+                _ => return Ok(i),
+            };
+            self.count_text(run, n as u64);
+            let Some((ch, next)) = escape else {
+                self.check_text_length()?;
+                self.end_string(i + n)?;
+                return Ok(i + n + 1);
+            };
+            let mut buf = [0u8; 4];
+            self.count_text(ch.encode_utf8(&mut buf).as_bytes(), 1);
+            self.check_text_length()?;
+            i = next;
+        }
+    }
+
+    /// Text bytes holding `chars` characters: counted, and kept for the token count.
+    #[inline]
+    fn count_text(&mut self, s: &[u8], chars: u64) {
+        self.text_chars += chars;
+        self.text_append(s);
     }
 
     fn hex(&self, b: u8, i: usize) -> Res<u32> {
@@ -2356,6 +2377,42 @@ fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     } else {
         None
     }
+}
+
+/// The escape starting just past a backslash at `i`, when it is whole and valid in `c`: the
+/// character and the index after it.
+#[inline]
+fn decode_escape(c: &[u8], i: usize) -> Option<(char, usize)> {
+    let b = *c.get(i)?;
+    Some(match b {
+        b'"' => ('"', i + 1),
+        b'\\' => ('\\', i + 1),
+        b'/' => ('/', i + 1),
+        b'b' => ('\u{8}', i + 1),
+        b'f' => ('\u{c}', i + 1),
+        b'n' => ('\n', i + 1),
+        b'r' => ('\r', i + 1),
+        b't' => ('\t', i + 1),
+        b'u' => {
+            let hi = c.get(i + 1..i + 5).and_then(hex4)?;
+            match hi {
+                0xD800..=0xDBFF => {
+                    let lo = match c.get(i + 5..i + 11) {
+                        Some([b'\\', b'u', h @ ..]) => hex4(h)?,
+                        _ => return None,
+                    };
+                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                        return None;
+                    }
+                    let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                    (char::from_u32(cp).unwrap_or('\u{FFFD}'), i + 11)
+                }
+                0xDC00..=0xDFFF => return None,
+                _ => (char::from_u32(hi).unwrap_or('\u{FFFD}'), i + 5),
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// Four hex digits as a number; `None` if any is not a hex digit.
