@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -30,12 +30,21 @@ pub fn python() -> PathBuf {
     path
 }
 
+/// A port for a child process (gateway, agent) to listen on. It is taken below the kernel's
+/// ephemeral range (32768 and up): a port-0 listener or a client socket opened meanwhile by a
+/// test running in parallel is never handed the same number before the child binds it. Each
+/// test process counts through its own block of ports.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    const BLOCK: u16 = 300;
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20_000 + (std::process::id() % 40) as u16 * BLOCK;
+    for _ in 0..BLOCK {
+        let port = base + NEXT.fetch_add(1, Ordering::Relaxed) % BLOCK;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {base}..{}", base + BLOCK);
 }
 
 /// Poll `f` until it returns Some, or panic after `timeout` naming `what`.
