@@ -738,6 +738,13 @@ impl Scanner {
                     }
                 }
                 Lex::Lit => {
+                    // The rest of the literal whole in this chunk: one compare.
+                    let rest = &self.lit[self.lit_pos as usize..];
+                    if c[i..].starts_with(rest) {
+                        i += rest.len();
+                        self.value_done();
+                        continue;
+                    }
                     if b != self.lit[self.lit_pos as usize] {
                         return fail(self.parse_error(
                             self.at(i),
@@ -753,10 +760,17 @@ impl Scanner {
                     let n = self.num;
                     match self.number_byte(n, b) {
                         Some(next) => {
+                            // More digits leave Int, Frac and Exp where they are: take the run.
+                            let mut end = i + 1;
+                            if matches!(next, Num::Int | Num::Frac | Num::Exp) {
+                                end += c[end..].iter().take_while(|d| d.is_ascii_digit()).count();
+                            }
                             if self.num_capture {
-                                self.push_capture_bytes(&[b]);
+                                self.push_capture_bytes(&c[i..end]);
                             }
                             self.num = next;
+                            i = end;
+                            continue;
                         }
                         None => {
                             if !matches!(n, Num::Zero | Num::Int | Num::Frac | Num::Exp) {
