@@ -344,7 +344,10 @@ fn malformed_answers_are_502_naming_the_problem() {
     }));
     let gw = gateway_for(&up);
     for (case, expect) in [
-        ("garbage", "invalid response head"),
+        (
+            "garbage",
+            "sent an answer that is not valid HTTP: invalid response head",
+        ),
         ("huge-head", "larger than 64 KiB"),
         ("bad-length", "invalid Content-Length"),
     ] {

@@ -22,6 +22,7 @@ use tracing::{info, warn};
 use crate::config::BodyMode;
 use crate::metrics::{metrics, status_class};
 use crate::registry::{AgentEntry, Registry};
+use crate::upstream::UpstreamErrorKind;
 use body::{BodyError, InflightBudget};
 use forward::{CardResponse, ExchangeError, Outbound, OutboundBody, StreamedBody};
 use reply::HttpError;
@@ -365,15 +366,12 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
                 .inc();
             warn!(agent = %agent.id, "agent request failed: {e}");
             let status = e.kind.http_status();
-            let message = format!(
-                "agent {:?} {}: {e}",
-                agent.id,
-                if status == 504 {
-                    "timed out"
-                } else {
-                    "is unreachable"
-                }
-            );
+            let what = match e.kind {
+                UpstreamErrorKind::Timeout => "timed out",
+                UpstreamErrorKind::Protocol => "sent an answer that is not valid HTTP",
+                _ => "is unreachable",
+            };
+            let message = format!("agent {:?} {what}: {e}", agent.id);
             ctx.finish(status, "upstream_error");
             ctx.error = Some(e.message);
             reply::error(session, &HttpError::new(status, message), false).await
