@@ -1465,21 +1465,53 @@ impl Scanner {
         }
         let role = self.pending;
         self.pending = Role::Skip;
-        if role == Role::Skip {
-            // Nobody looks at it and it is already known valid: what start_string_value and
-            // end_string would leave behind, without the dispatch.
-            self.esc = Esc::None;
-            self.utf8_len = 0;
-            self.str_role = StrRole::Skip;
-            self.value_done();
-            return Ok(Some(i + n + 1));
+        // Values nobody reads, and the part's declared types and filename, are taken straight
+        // from the chunk: what start_string_value and end_string would do, without the
+        // dispatch and the capture buffer.
+        let value = &rest[..n];
+        match role {
+            Role::Skip => {}
+            Role::PartMediaType | Role::FileMimeType => {
+                let slot = usize::from(role == Role::FileMimeType);
+                let ok = normalize_type(value, &mut self.part.types[slot]);
+                self.type_declared(slot, ok)?;
+            }
+            Role::Filename => self.name_part(value),
+            _ => {
+                self.start_string_value(role, i - 1)?;
+                if n > 0 {
+                    self.run_plain(value, i)?;
+                }
+                self.end_string(i + n)?;
+                return Ok(Some(i + n + 1));
+            }
         }
-        self.start_string_value(role, i - 1)?;
-        if n > 0 {
-            self.run_plain(&rest[..n], i)?;
-        }
-        self.end_string(i + n)?;
+        self.esc = Esc::None;
+        self.utf8_len = 0;
+        self.str_role = StrRole::Skip;
+        self.value_done();
         Ok(Some(i + n + 1))
+    }
+
+    /// A part's declared type (slot 0: part `mediaType`, 1: file `mimeType`), normalized into
+    /// `part.types[slot]` already; `ok` is false when it is not a media type.
+    fn type_declared(&mut self, slot: usize, ok: bool) -> Res {
+        self.part.typed[slot] = ok;
+        self.part.info[slot] = self.part.type_at(slot).map(|t| {
+            self.policy
+                .common_type_info(t.bytes())
+                .unwrap_or_else(|| self.policy.type_info(t.as_str()))
+        });
+        self.check_part(false)
+    }
+
+    /// The part's filename: the first one given counts.
+    fn name_part(&mut self, name: &[u8]) {
+        if !self.part.named {
+            self.part.filename.clear();
+            self.part.filename.push(name);
+            self.part.named = true;
+        }
     }
 
     fn key_found(&mut self, ctx: Ctx, key: Option<Key>, i: usize) -> Res {
@@ -1551,13 +1583,7 @@ impl Scanner {
                 } else {
                     normalize_type(self.capture.bytes(), out)
                 };
-                self.part.typed[slot] = ok;
-                self.part.info[slot] = self.part.type_at(slot).map(|t| {
-                    self.policy
-                        .common_type_info(t.bytes())
-                        .unwrap_or_else(|| self.policy.type_info(t.as_str()))
-                });
-                self.check_part(false)?;
+                self.type_declared(slot, ok)?;
             }
         }
         Ok(())
