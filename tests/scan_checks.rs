@@ -533,6 +533,53 @@ fn json_errors_batches_and_non_message_bodies() {
 }
 
 #[test]
+fn skipped_containers_are_validated_like_any_json() {
+    // `data` and `metadata` are containers nobody looks into; whole in a chunk they take a
+    // faster path, byte by byte they never can. Both must judge them alike, to the byte.
+    let p = policy(json!({}));
+    let body = |inner: &[u8]| {
+        let mut b = br#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","messageId":"m","parts":[{"data":"#.to_vec();
+        b.extend_from_slice(inner);
+        b.extend_from_slice(br#"}]},"metadata":"#);
+        b.extend_from_slice(inner);
+        b.extend_from_slice(b"}}");
+        b
+    };
+    let fine: &[&[u8]] = &[
+        br#"{"kind":"form","x":[1,-2.5e3,0,true,false,null,{"y":"d\u00e9j\u00e0 \ud83d\ude00 \/"}]}"#,
+        "[\"caf\u{e9} \u{1F600}\", { } , [ ] ]".as_bytes(),
+    ];
+    for inner in fine {
+        accept(&p, &body(inner));
+    }
+    let deep = [vec![b'['; 200], vec![b']'; 200]].concat();
+    let bad: &[&[u8]] = &[
+        br#"{"a":1,}"#,
+        b"[01]",
+        b"[1.]",
+        b"[-]",
+        br#"{"a":tru}"#,
+        br#"{"a" 1}"#,
+        b"[1}",
+        b"{\"a\":\"\x01\"}",
+        b"[\"\xff\"]",
+        br#"["\x"]"#,
+        br#"["\ud800"]"#,
+        &deep,
+    ];
+    for inner in bad {
+        let b = body(inner);
+        let whole = scan_chunks(&p, BodyShape::JsonRpc, &[&b]).unwrap_err();
+        let bytes: Vec<&[u8]> = b.chunks(1).collect();
+        let bytewise = scan_chunks(&p, BodyShape::JsonRpc, &bytes).unwrap_err();
+        let what = String::from_utf8_lossy(inner);
+        assert_eq!(whole.data.reason, Reason::ParseError, "{what}: {whole}");
+        assert_eq!(whole.message, bytewise.message, "{what}");
+        assert_eq!(whole.data.offset, bytewise.data.offset, "{what}");
+    }
+}
+
+#[test]
 fn captures_id_and_method_in_any_order() {
     let p = policy(json!({}));
     let body = br#"{"params":{"message":{"parts":[]}},"method":"message\/send","id":{"x":1}}"#;

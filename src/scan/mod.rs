@@ -19,6 +19,7 @@ mod base64;
 pub mod media;
 pub mod policy;
 mod scanner;
+mod skip;
 pub mod text;
 pub mod verdict;
 

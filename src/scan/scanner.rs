@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::scan::base64::Base64Run;
 use crate::scan::media::{Dims, Format, Probe};
 use crate::scan::policy::{Policy, TypeInfo};
+use crate::scan::skip::skip_container;
 use crate::scan::verdict::{human_bytes, Amount, Reason, Violation, ViolationData};
 use crate::scan::{BodyShape, SniffMode, SniffWarning, Summary, UnknownDimensions};
 
@@ -661,6 +662,10 @@ impl Scanner {
                                 continue;
                             }
                         }
+                        if let Some(end) = self.fast_skip(c, i) {
+                            i = end;
+                            continue;
+                        }
                         self.start_value(b, i)?;
                     }
                 }
@@ -702,6 +707,10 @@ impl Scanner {
                         }
                         if !is_ws(next) {
                             i += 1;
+                            if let Some(end) = self.fast_skip(c, i) {
+                                i = end;
+                                continue;
+                            }
                             self.start_value(next, i)?;
                         }
                     }
@@ -794,6 +803,24 @@ impl Scanner {
             i += 1;
         }
         Ok(())
+    }
+
+    /// A container nobody looks into, whole and valid in this chunk, validated at once by
+    /// `skip_container`; `None` leaves it to the state machine.
+    #[inline]
+    fn fast_skip(&mut self, c: &[u8], i: usize) -> Option<usize> {
+        if self.pending != Role::Skip || self.depth == 0 || !matches!(c[i], b'{' | b'[') {
+            return None;
+        }
+        let room = self
+            .policy
+            .options
+            .max_depth
+            .min(1000)
+            .checked_sub(self.depth)?;
+        let end = skip_container(c, i, room)?;
+        self.value_done();
+        Some(end)
     }
 
     fn at(&self, i: usize) -> u64 {
@@ -2403,8 +2430,8 @@ fn first_special(s: &[u8]) -> Option<usize> {
 
 /// Keys and most values are short: a word-at-a-time look beats memchr2's setup for the first
 /// bytes.
-#[inline]
-fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
+#[inline(always)]
+pub(crate) fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     const SHORT: usize = 16;
     let n = s.len().min(SHORT);
     if let Some(i) = find_word(&s[..n], quote_or_backslash_bits, |b| {
@@ -2422,7 +2449,7 @@ fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
 /// The escape starting just past a backslash at `i`, when it is whole and valid in `c`: the
 /// character and the index after it.
 #[inline]
-fn decode_escape(c: &[u8], i: usize) -> Option<(char, usize)> {
+pub(crate) fn decode_escape(c: &[u8], i: usize) -> Option<(char, usize)> {
     let b = *c.get(i)?;
     Some(match b {
         b'"' => ('"', i + 1),
