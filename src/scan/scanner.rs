@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::scan::base64::Base64Run;
 use crate::scan::media::{Dims, Format, Probe};
 use crate::scan::policy::{Policy, TypeInfo};
-use crate::scan::skip::skip_container;
+use crate::scan::skip::{skip_container, Expect, Skipped, Stop};
 use crate::scan::verdict::{human_bytes, Amount, Reason, Violation, ViolationData};
 use crate::scan::{BodyShape, SniffMode, SniffWarning, Summary, UnknownDimensions};
 
@@ -805,22 +805,65 @@ impl Scanner {
         Ok(())
     }
 
-    /// A container nobody looks into, whole and valid in this chunk, validated at once by
-    /// `skip_container`; `None` leaves it to the state machine.
+    /// A container nobody looks into, validated by `skip_container` as far as it can take it:
+    /// to its end, or to a token boundary from which the state machine goes on. `None` when it
+    /// took nothing.
     #[inline]
     fn fast_skip(&mut self, c: &[u8], i: usize) -> Option<usize> {
         if self.pending != Role::Skip || self.depth == 0 || !matches!(c[i], b'{' | b'[') {
             return None;
         }
+        self.skip_from(c, i)
+    }
+
+    /// `fast_skip` past its cheap tests, kept out of line so the dispatch loop stays small.
+    #[inline(never)]
+    fn skip_from(&mut self, c: &[u8], i: usize) -> Option<usize> {
         let room = self
             .policy
             .options
             .max_depth
             .min(1000)
             .checked_sub(self.depth)?;
-        let end = skip_container(c, i, room)?;
-        self.value_done();
-        Some(end)
+        match skip_container(c, i, room)? {
+            Skipped::Whole(end) => {
+                self.value_done();
+                Some(end)
+            }
+            Skipped::Partial(stop) => {
+                self.resume_after_skip(stop);
+                Some(stop.at)
+            }
+        }
+    }
+
+    /// The state the machine would be in had it read up to `stop` itself: the containers still
+    /// open, all looked into by nobody, and what comes next.
+    fn resume_after_skip(&mut self, stop: Stop) {
+        for level in 0..stop.depth {
+            let d = (self.depth + 1 + level) as usize;
+            let bit = 1 << (d % 64);
+            let word = &mut self.kinds[(d / 64).min(15)];
+            if stop.objects & (1 << level) != 0 {
+                *word |= bit;
+            } else {
+                *word &= !bit;
+            }
+            if d < TRACKED {
+                self.ctx[d] = Ctx::Skip;
+                self.seen[d] = 0;
+                self.elements[d] = 0;
+            }
+        }
+        self.depth += stop.depth;
+        self.pending = Role::Skip;
+        self.state = match stop.expect {
+            Expect::ObjectFirst => Lex::ObjectFirst,
+            Expect::ArrayFirst => Lex::ArrayFirst,
+            Expect::Value => Lex::Value,
+            Expect::Key => Lex::Key,
+            Expect::After => Lex::After,
+        };
     }
 
     fn at(&self, i: usize) -> u64 {
@@ -2422,7 +2465,7 @@ fn find_word(s: &[u8], bits: fn(u64) -> u64, byte: fn(u8) -> bool) -> Option<usi
 
 /// First `"`, `\\`, control character or non-ASCII byte.
 #[inline]
-fn first_special(s: &[u8]) -> Option<usize> {
+pub(crate) fn first_special(s: &[u8]) -> Option<usize> {
     find_word(s, special_bits, |b| {
         b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b)
     })
@@ -2430,7 +2473,7 @@ fn first_special(s: &[u8]) -> Option<usize> {
 
 /// Keys and most values are short: a word-at-a-time look beats memchr2's setup for the first
 /// bytes.
-#[inline(always)]
+#[inline]
 pub(crate) fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
     const SHORT: usize = 16;
     let n = s.len().min(SHORT);
