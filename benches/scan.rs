@@ -7,12 +7,12 @@
 //!
 //! `SCAN_BENCH_DUMP=dir` writes the three bodies there (for `SCAN_BENCH_BODY` and callgrind).
 //!
-//! Measured 2026-11-22, later round (2-vCPU EPYC, shared and loaded, default build,
-//! `taskset -c 1`, medians of 3 runs):
-//! 50 MB: scanner 30.8 GB/s = 0.87x memchr2, 20x serde_json Value;
-//! 3 KB: 1.55 GB/s = 0.50x memchr2, 3.1x serde_json Value, 1.15x serde_json borrowed struct
-//! (about 38.7k instructions per body under callgrind, from 41.6k, 60.4k before that);
-//! 1 MB text: 1.17 GB/s = 0.45x memchr2, 0.73x serde_json Value.
+//! Measured 2026-11-22, third round (2-vCPU EPYC, shared, default build, `taskset -c 1`,
+//! two runs):
+//! 50 MB: scanner 31.5 GB/s = 0.87x memchr2, 19x serde_json Value;
+//! 3 KB: 1.63 GB/s = 0.52x memchr2, 3.1x serde_json Value, 1.19-1.20x serde_json borrowed
+//! struct (1.13x at the start of the round);
+//! 1 MB text: 1.33 GB/s = 0.50x memchr2, 0.82x serde_json Value.
 
 use std::borrow::Cow;
 use std::hint::black_box;
