@@ -1,8 +1,10 @@
 //! The admin listener (loopback by default): health, readiness, metrics, agent status,
 //! on-demand card refresh and the card validation dry run.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use http::Response;
@@ -19,6 +21,43 @@ const MAX_ADMIN_BODY: usize = 4 << 20;
 
 pub struct Admin {
     pub registry: Arc<Registry>,
+    pub proxy: ProxyListener,
+}
+
+/// pingora binds each service's listener in that service's own thread, so the admin listener
+/// can answer before the proxy listener accepts. Readiness waits for the proxy listener: a
+/// connection to it is tried on each probe until one succeeds.
+pub struct ProxyListener {
+    addr: SocketAddr,
+    up: AtomicBool,
+}
+
+impl ProxyListener {
+    /// `listen` as configured; an unspecified address is reached on loopback.
+    pub fn new(listen: SocketAddr) -> Self {
+        let ip = match listen.ip() {
+            IpAddr::V4(v4) if v4.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(v6) if v6.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        ProxyListener {
+            addr: SocketAddr::new(ip, listen.port()),
+            up: AtomicBool::new(false),
+        }
+    }
+
+    async fn accepting(&self) -> bool {
+        if self.up.load(Ordering::Relaxed) {
+            return true;
+        }
+        let connect = tokio::net::TcpStream::connect(self.addr);
+        let up = matches!(
+            tokio::time::timeout(Duration::from_millis(500), connect).await,
+            Ok(Ok(_))
+        );
+        self.up.store(up, Ordering::Relaxed);
+        up
+    }
 }
 
 #[async_trait]
@@ -29,7 +68,16 @@ impl ServeHttp for Admin {
         let snapshot = self.registry.load();
         match (method.as_str(), path.as_str()) {
             ("GET", "/healthz") => json_response(200, &json!({"status": "ok"})),
-            ("GET", "/readyz") => readiness(&snapshot),
+            ("GET", "/readyz") => {
+                if !self.proxy.accepting().await {
+                    let why = format!(
+                        "the proxy listener on {} does not accept connections yet",
+                        self.proxy.addr
+                    );
+                    return json_response(503, &json!({"ready": false, "listener": why}));
+                }
+                readiness(&snapshot)
+            }
             ("GET", "/metrics") => {
                 update_card_gauges(&snapshot);
                 Response::builder()
@@ -207,5 +255,26 @@ fn update_card_gauges(snapshot: &Snapshot) {
                 .with_label_values(&[id])
                 .set(entry.config.card_ttl.as_secs_f64() - age);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_proxy_listener_is_up_once_it_accepts() {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = probe.local_addr().unwrap().port();
+        drop(probe);
+        // Configured as 0.0.0.0, reached on loopback.
+        let proxy = ProxyListener::new(SocketAddr::from(([0, 0, 0, 0], port)));
+        assert!(!proxy.accepting().await, "nothing listens yet");
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
+        assert!(proxy.accepting().await);
+        drop(listener);
+        assert!(proxy.accepting().await, "once seen, it stays up");
     }
 }

@@ -12,7 +12,7 @@ use pingora::server::{Server, ShutdownWatch};
 use pingora::services::background::{background_service, BackgroundService};
 use pingora::services::listening::Service;
 
-use crate::admin::Admin;
+use crate::admin::{Admin, ProxyListener};
 use crate::config::{Config, LogFormat};
 use crate::proxy::{Gateway, INFLIGHT};
 use crate::registry::refresh::{RefreshSignal, Refresher};
@@ -66,6 +66,7 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> ExitCode {
         ..ServerConf::default()
     };
     let threads = conf.threads;
+    let proxy_listen = config.listen;
     let listen = config.listen.to_string();
     let admin_listen = config.admin_listen.to_string();
     let grace = config.shutdown_grace;
@@ -85,6 +86,7 @@ pub fn run(config: Config, config_path: Option<PathBuf>) -> ExitCode {
         "cardgate admin".to_string(),
         Admin {
             registry: registry.clone(),
+            proxy: ProxyListener::new(proxy_listen),
         },
     );
     admin.add_tcp(&admin_listen);

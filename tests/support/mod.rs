@@ -275,6 +275,11 @@ impl Gateway {
         wait_for("the gateway's /healthz", Duration::from_secs(20), || {
             agent_ok(&health).then_some(())
         });
+        // pingora binds each service's listener in its own thread: the admin one answering
+        // does not mean the proxy one accepts yet.
+        wait_for("the gateway's listener", Duration::from_secs(20), || {
+            TcpStream::connect(("127.0.0.1", port)).ok()
+        });
         gw
     }
 
