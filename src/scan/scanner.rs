@@ -197,7 +197,7 @@ fn lookup_key(ctx: Ctx, shape: BodyShape, k: &[u8]) -> Option<Key> {
 }
 
 /// `lookup_key` on a key already packed (1 to 16 bytes, zero above them).
-#[inline]
+#[inline(always)]
 fn lookup_packed(ctx: Ctx, shape: BodyShape, v: u128) -> Option<Key> {
     const JSONRPC: u128 = pack(b"jsonrpc");
     const ID: u128 = pack(b"id");
@@ -1584,6 +1584,7 @@ impl Scanner {
         }
     }
 
+    #[inline(always)]
     fn key_found(&mut self, ctx: Ctx, key: Option<Key>, i: usize) -> Res {
         self.key = key;
         let Some(key) = key else {
