@@ -8,11 +8,11 @@
 //! `SCAN_BENCH_DUMP=dir` writes the three bodies there (for `SCAN_BENCH_BODY` and callgrind).
 //!
 //! Measured 2026-11-22, third round (2-vCPU EPYC, shared, default build, `taskset -c 1`,
-//! two runs):
-//! 50 MB: scanner 31.5 GB/s = 0.87x memchr2, 19x serde_json Value;
-//! 3 KB: 1.63 GB/s = 0.52x memchr2, 3.1x serde_json Value, 1.19-1.20x serde_json borrowed
-//! struct (1.13x at the start of the round);
-//! 1 MB text: 1.33 GB/s = 0.50x memchr2, 0.82x serde_json Value.
+//! three runs):
+//! 50 MB: scanner 32 GB/s = 0.86x memchr2, 20x serde_json Value;
+//! 3 KB: 1.82-1.88 GB/s = 0.59-0.64x memchr2, 3.4x serde_json Value, 1.29-1.37x serde_json
+//! borrowed struct (1.13x at the start of the round);
+//! 1 MB text: 1.36-1.39 GB/s = 0.52x memchr2, 0.82-0.85x serde_json Value.
 
 use std::borrow::Cow;
 use std::hint::black_box;
