@@ -92,13 +92,20 @@ fn serve(stream: TcpStream, connection: usize, port: u16, script: &Script, log: 
             head,
             body: Vec::new(),
         };
-        let length: usize = seen
-            .header("content-length")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        seen.body = vec![0; length];
-        if reader.read_exact(&mut seen.body).is_err() {
-            return;
+        if seen.header("transfer-encoding").as_deref() == Some("chunked") {
+            match read_chunked(&mut reader) {
+                Some(body) => seen.body = body,
+                None => return,
+            }
+        } else {
+            let length: usize = seen
+                .header("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            seen.body = vec![0; length];
+            if reader.read_exact(&mut seen.body).is_err() {
+                return;
+            }
         }
         let (response, close) = if seen.head.contains("/.well-known/agent-card.json") {
             let card = minimal_card(&format!("http://127.0.0.1:{port}"));
@@ -119,10 +126,35 @@ fn serve(stream: TcpStream, connection: usize, port: u16, script: &Script, log: 
     }
 }
 
+/// A chunked request body, decoded (extensions ignored, no trailers expected).
+fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let size = line.trim_end().split(';').next()?;
+        let size = usize::from_str_radix(size, 16).ok()?;
+        let mut data = vec![0; size + 2];
+        reader.read_exact(&mut data).ok()?;
+        if !data.ends_with(b"\r\n") {
+            return None;
+        }
+        if size == 0 {
+            return Some(body);
+        }
+        body.extend_from_slice(&data[..size]);
+    }
+}
+
 fn gateway_for(upstream: &Scripted) -> Gateway {
+    gateway_with(upstream, "")
+}
+
+/// `extra`: more keys for the agent, each line indented by four spaces.
+fn gateway_with(upstream: &Scripted, extra: &str) -> Gateway {
     let gw = Gateway::start(
         &format!(
-            "  - id: a\n    upstream: {}\n    timeouts: {{connect: 1s, read: 2s, total: 3s}}\n",
+            "  - id: a\n    upstream: {}\n    timeouts: {{connect: 1s, read: 2s, total: 3s}}\n{extra}",
             upstream.url()
         ),
         "",
@@ -222,6 +254,37 @@ fn a_chunked_upload_reaches_the_agent_with_a_length_in_strict_mode() {
 }
 
 #[test]
+fn a_chunked_upload_stays_chunked_in_stream_mode() {
+    let up = Scripted::start(Arc::new(|_: &Seen| (fixed("{}"), false)));
+    let gw = gateway_with(&up, "    body: stream\n");
+    let mut c = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let (a, b) = REQUEST.split_at(40);
+    write!(
+        c,
+        "POST /agents/a/ HTTP/1.1\r\nhost: x\r\na2a-version: 1.0\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    c.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let seen = up.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        seen[0].header("transfer-encoding").as_deref(),
+        Some("chunked")
+    );
+    assert_eq!(seen[0].header("content-length"), None);
+    assert_eq!(
+        seen[0].body,
+        REQUEST.as_bytes(),
+        "the chunks decode to the body"
+    );
+}
+
+#[test]
 fn chunked_close_delimited_and_informational_answers_arrive_whole() {
     let body = "{\"result\":\"a fairly long answer that comes in pieces\"}";
     let script = move |s: &Seen| -> (Vec<u8>, bool) {
@@ -245,6 +308,10 @@ fn chunked_close_delimited_and_informational_answers_arrive_whole() {
                 r.extend(fixed(body));
                 (r, false)
             }
+            Some("hop") => (
+                format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: keep-alive, x-agent-hop\r\nkeep-alive: timeout=5\r\nx-agent-hop: 1\r\nx-agent-kept: 1\r\ncontent-length: {}\r\n\r\n{body}", body.len()).into_bytes(),
+                false,
+            ),
             _ => (fixed(body), false),
         }
     };
@@ -266,6 +333,13 @@ fn chunked_close_delimited_and_informational_answers_arrive_whole() {
     assert_ne!(conn(1), conn(2), "a close-delimited answer is not reused");
     assert_eq!(conn(2), conn(3));
     assert_eq!(conn(3), conn(4));
+    // Fields that describe the agent's hop, and those its `Connection` names, stay behind.
+    let r = send_case(&gw, "hop");
+    assert_eq!(r.text(), body);
+    assert_eq!(r.header("x-agent-kept"), Some("1"));
+    for hop in ["x-agent-hop", "keep-alive"] {
+        assert_eq!(r.header(hop), None, "{hop}: {:?}", r.headers);
+    }
 }
 
 #[test]

@@ -266,23 +266,24 @@ impl AgentConn {
             }
             self.write(&whole).await?;
         } else {
-            self.write_gathered(head, body).await?;
+            let pieces: Vec<&[u8]> = std::iter::once(head)
+                .chain(body.iter().map(|b| &b[..]))
+                .collect();
+            self.write_gathered(&pieces).await?;
         }
         self.flush().await?;
         self.request_done = true;
         Ok(())
     }
 
-    /// Large bodies: gathered writes of up to `GATHER` pieces, so a 20 MB upload read in 64 KiB
-    /// chunks costs a few dozen syscalls rather than hundreds.
-    async fn write_gathered(&mut self, head: &[u8], body: &[Bytes]) -> Result<(), SendError> {
+    /// Write `pieces` in order with gathered writes of up to `GATHER` at a time, so a 20 MB
+    /// upload read in 64 KiB chunks costs a few dozen syscalls rather than hundreds, and a
+    /// streamed chunk goes with its framing without being copied.
+    async fn write_gathered(&mut self, pieces: &[&[u8]]) -> Result<(), SendError> {
         const GATHER: usize = 64;
-        let pieces: Vec<&[u8]> = std::iter::once(head)
-            .chain(body.iter().map(|b| &b[..]))
-            .filter(|p| !p.is_empty())
-            .collect();
+        let pieces: Vec<&[u8]> = pieces.iter().copied().filter(|p| !p.is_empty()).collect();
         let (mut first, mut offset) = (0, 0);
-        let mut slices = Vec::with_capacity(GATHER);
+        let mut slices = Vec::with_capacity(GATHER.min(pieces.len()));
         while first < pieces.len() {
             slices.clear();
             slices.push(IoSlice::new(&pieces[first][offset..]));
@@ -330,17 +331,8 @@ impl AgentConn {
         }
         if framing == RequestFraming::Chunked {
             let size_line = format!("{:x}\r\n", chunk.len());
-            if chunk.len() <= COALESCE_BODY {
-                let mut framed = Vec::with_capacity(size_line.len() + chunk.len() + 2);
-                framed.extend_from_slice(size_line.as_bytes());
-                framed.extend_from_slice(chunk);
-                framed.extend_from_slice(b"\r\n");
-                self.write(&framed).await?;
-            } else {
-                self.write(size_line.as_bytes()).await?;
-                self.write(chunk).await?;
-                self.write(b"\r\n").await?;
-            }
+            self.write_gathered(&[size_line.as_bytes(), chunk, b"\r\n"])
+                .await?;
         } else {
             self.write(chunk).await?;
         }
@@ -480,6 +472,8 @@ impl AgentConn {
         let mut chunked = false;
         let mut other_coding = false;
         let mut close = version == 0;
+        // Other header names the agent's `Connection` lists: they describe its hop only.
+        let mut listed: Vec<&[u8]> = Vec::new();
         for h in response.headers.iter() {
             let name = head.slice_ref(h.name.as_bytes());
             let value = head.slice_ref(h.value);
@@ -512,10 +506,19 @@ impl AgentConn {
                 for token in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                     if token.eq_ignore_ascii_case(b"close") {
                         close = true;
-                    } else if token.eq_ignore_ascii_case(b"keep-alive") && version == 0 {
-                        close = false;
+                    } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                        if version == 0 {
+                            close = false;
+                        }
+                    } else if !token.is_empty() {
+                        listed.push(token);
                     }
                 }
+            }
+            // The client goes on with the framing decided here; the fields that describe only
+            // the agent's hop are not part of the answer passed on.
+            if is_hop_by_hop(h.name) {
+                continue;
             }
             let value = HeaderValue::from_maybe_shared(value).map_err(|_| {
                 self.protocol(format!("invalid value of header {} from the agent", h.name))
@@ -523,6 +526,11 @@ impl AgentConn {
             header.append_header(name, value).map_err(|_| {
                 self.protocol(format!("invalid header name {:?} from the agent", h.name))
             })?;
+        }
+        for name in listed {
+            if let Ok(name) = std::str::from_utf8(name) {
+                header.remove_header(name);
+            }
         }
         self.keep_alive = !close;
         self.framing = if head_request || status == 204 || status == 304 {
@@ -683,6 +691,20 @@ impl AgentConn {
             retryable: false,
         }
     }
+}
+
+/// Response fields that describe one hop. `Content-Length` and `Transfer-Encoding` stay: the
+/// server side frames the answer to the client from them.
+fn is_hop_by_hop(name: &str) -> bool {
+    [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "trailer",
+        "upgrade",
+    ]
+    .iter()
+    .any(|h| name.eq_ignore_ascii_case(h))
 }
 
 /// The length of the response head through the empty line that ends it, once it is all in

@@ -167,15 +167,13 @@ pub async fn exchange(
     }
 
     let streaming = is_event_stream(&response);
-    let mut header = response;
-    strip_hop_by_hop(&mut header);
     let mut exchanged = Exchanged {
         status,
         upstream_time,
         bytes_out: 0,
     };
     session
-        .write_response_header(header, false)
+        .write_response_header(response, false)
         .await
         .map_err(ExchangeError::Downstream)?;
 
@@ -414,18 +412,6 @@ fn is_hop_by_hop(name: &http::HeaderName) -> bool {
         || name.as_str().starts_with("x-forwarded-")
 }
 
-fn strip_hop_by_hop(header: &mut ResponseHeader) {
-    for name in [
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "trailer",
-        "upgrade",
-    ] {
-        header.remove_header(name);
-    }
-}
-
 fn is_event_stream(header: &ResponseHeader) -> bool {
     header
         .headers
@@ -475,7 +461,6 @@ async fn rewrite_card_response(
         // Not JSON: pass it on unchanged; it holds no card to rewrite.
         Err(_) => Bytes::from(body),
     };
-    strip_hop_by_hop(&mut header);
     header.remove_header("transfer-encoding");
     header
         .insert_header("content-length", body.len().to_string())
