@@ -188,9 +188,7 @@ impl Metrics {
         for reason in ["body_timeout", "memory_budget"] {
             self.rejections.with_label_values(&[agent, reason]);
         }
-        self.scanned_bytes.with_label_values(&[agent]);
-        self.scan_duration.with_label_values(&[agent]);
-        self.request_body_bytes.with_label_values(&[agent]);
+        // The per-request series are created by `agent_series`, with the agent's entry.
         self.card_validation_failures.with_label_values(&[agent]);
     }
 }

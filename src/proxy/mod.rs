@@ -291,7 +291,7 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
                     record_scan(&entry, &scan);
                     // Rejections are counted under the method when it was seen before the fault.
                     ctx.method = route::method_label(scan.method(), &http_method, &upstream_path);
-                    return body_failed(gw, session, ctx, &wire, &scan, e).await;
+                    return body_failed(gw, session, ctx, &entry, &wire, &scan, e).await;
                 }
             };
             ctx.bytes_in = body.len;
@@ -392,7 +392,7 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
             ctx.finish(0, "client_abort");
             Err(e)
         }
-        Err(ExchangeError::Body(e)) => body_failed(gw, session, ctx, &wire, &scan, e).await,
+        Err(ExchangeError::Body(e)) => body_failed(gw, session, ctx, &entry, &wire, &scan, e).await,
     }
 }
 
@@ -437,13 +437,11 @@ async fn body_failed(
     gw: &Gateway,
     session: &mut Session,
     ctx: &mut RequestCtx,
+    entry: &AgentEntry,
     wire: &enforce::Wire,
     scan: &enforce::BodyScan,
     e: BodyError<crate::scan::Violation>,
 ) -> Result<()> {
-    let Some(entry) = ctx.agent.clone() else {
-        return Ok(());
-    };
     let id = scan.request_id().cloned();
     let (error, reason) = match e {
         BodyError::Rejected(v) => {

@@ -1280,20 +1280,12 @@ impl Scanner {
         match self.esc {
             Esc::None => unreachable!("escape_byte outside an escape"),
             Esc::Backslash => {
-                let ch = match b {
-                    b'"' => '"',
-                    b'\\' => '\\',
-                    b'/' => '/',
-                    b'b' => '\u{8}',
-                    b'f' => '\u{c}',
-                    b'n' => '\n',
-                    b'r' => '\r',
-                    b't' => '\t',
-                    b'u' => {
-                        self.esc = Esc::Hex { n: 0, acc: 0 };
-                        return Ok(());
-                    }
-                    _ => return fail(self.parse_error(self.at(i), "invalid escape in a string")),
+                if b == b'u' {
+                    self.esc = Esc::Hex { n: 0, acc: 0 };
+                    return Ok(());
+                }
+                let Some(ch) = simple_escape(b) else {
+                    return fail(self.parse_error(self.at(i), "invalid escape in a string"));
                 };
                 self.esc = Esc::None;
                 self.escaped_char(ch, i)
@@ -1343,9 +1335,7 @@ impl Scanner {
                     return fail(self.parse_error(self.at(i), "lone surrogate in a \\u escape"));
                 }
                 self.esc = Esc::None;
-                let cp = 0x10000 + ((hi - 0xD800) << 10) + (acc - 0xDC00);
-                let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
-                self.escaped_char(ch, i)
+                self.escaped_char(surrogate_pair(hi, acc), i)
             }
         }
     }
@@ -2496,14 +2486,6 @@ pub(crate) fn find_quote_or_backslash(s: &[u8]) -> Option<usize> {
 pub(crate) fn decode_escape(c: &[u8], i: usize) -> Option<(char, usize)> {
     let b = *c.get(i)?;
     Some(match b {
-        b'"' => ('"', i + 1),
-        b'\\' => ('\\', i + 1),
-        b'/' => ('/', i + 1),
-        b'b' => ('\u{8}', i + 1),
-        b'f' => ('\u{c}', i + 1),
-        b'n' => ('\n', i + 1),
-        b'r' => ('\r', i + 1),
-        b't' => ('\t', i + 1),
         b'u' => {
             let hi = c.get(i + 1..i + 5).and_then(hex4)?;
             match hi {
@@ -2515,13 +2497,33 @@ pub(crate) fn decode_escape(c: &[u8], i: usize) -> Option<(char, usize)> {
                     if !(0xDC00..=0xDFFF).contains(&lo) {
                         return None;
                     }
-                    let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
-                    (char::from_u32(cp).unwrap_or('\u{FFFD}'), i + 11)
+                    (surrogate_pair(hi, lo), i + 11)
                 }
                 0xDC00..=0xDFFF => return None,
                 _ => (char::from_u32(hi).unwrap_or('\u{FFFD}'), i + 5),
             }
         }
+        _ => (simple_escape(b)?, i + 1),
+    })
+}
+
+/// The character a high and a low surrogate (already range-checked) stand for together.
+fn surrogate_pair(hi: u32, lo: u32) -> char {
+    char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).unwrap_or('\u{FFFD}')
+}
+
+/// The character a one-letter escape (`\n`, `\"`, …) stands for.
+#[inline]
+fn simple_escape(b: u8) -> Option<char> {
+    Some(match b {
+        b'"' => '"',
+        b'\\' => '\\',
+        b'/' => '/',
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
         _ => return None,
     })
 }
