@@ -226,20 +226,27 @@ impl Policy {
 /// Lowercase `type/subtype` without parameters; `*` becomes `*/*`. `None` for an empty or
 /// slash-less value.
 pub fn normalize_media_type(raw: &str) -> Option<String> {
-    let essence = raw.split(';').next().unwrap_or("").trim();
-    if essence == "*" {
-        return Some("*/*".to_owned());
+    let (t, st) = media_type_essence(raw.as_bytes())?;
+    // The parts were cut from a `str` at ASCII bytes: still UTF-8.
+    let text = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_lowercase();
+    Some(format!("{}/{}", text(t), text(st)))
+}
+
+/// `type` and `subtype` of a media type, trimmed, parameters dropped, not yet lowercased; `*`
+/// is `*/*`. Shared by the policy (once per card) and the scanner (per part, into a buffer of
+/// its own), so a declared type and a card's key are normalized alike.
+pub(crate) fn media_type_essence(b: &[u8]) -> Option<(&[u8], &[u8])> {
+    let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
+    let essence = b[..end].trim_ascii();
+    if essence == b"*" {
+        return Some((b"*", b"*"));
     }
-    let (t, st) = essence.split_once('/')?;
-    let (t, st) = (t.trim(), st.trim());
-    if t.is_empty() || st.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "{}/{}",
-        t.to_ascii_lowercase(),
-        st.to_ascii_lowercase()
-    ))
+    let slash = essence.iter().position(|&c| c == b'/')?;
+    let (t, st) = (
+        essence[..slash].trim_ascii(),
+        essence[slash + 1..].trim_ascii(),
+    );
+    (!t.is_empty() && !st.is_empty()).then_some((t, st))
 }
 
 /// Does the (normalized) range `image/*`, `*/*` or `image/png` cover the (normalized) type?

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::scan::base64::Base64Run;
 use crate::scan::media::{Dims, Format, Probe};
-use crate::scan::policy::{Policy, TypeInfo};
+use crate::scan::policy::{media_type_essence, Policy, TypeInfo};
 use crate::scan::skip::{skip_container, Expect, Skipped, Stop};
 use crate::scan::verdict::{human_bytes, Amount, Reason, Violation, ViolationData};
 use crate::scan::{BodyShape, SniffMode, SniffWarning, Summary, UnknownDimensions};
@@ -354,22 +354,9 @@ fn normalize_type(b: &[u8], out: &mut Small<TYPE_CAP>) -> bool {
             }
         }
     }
-    let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
-    let essence = b[..end].trim_ascii();
-    if essence == b"*" {
-        out.push(b"*/*");
-        return true;
-    }
-    let Some(slash) = essence.iter().position(|&c| c == b'/') else {
+    let Some((t, st)) = media_type_essence(b) else {
         return false;
     };
-    let (t, st) = (
-        essence[..slash].trim_ascii(),
-        essence[slash + 1..].trim_ascii(),
-    );
-    if t.is_empty() || st.is_empty() {
-        return false;
-    }
     out.push(t);
     out.push(b"/");
     out.push(st);
