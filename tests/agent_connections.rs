@@ -221,16 +221,15 @@ fn keep_alive_connections_are_reused_and_requests_go_whole_with_a_length() {
     }
 }
 
-#[test]
-fn a_chunked_upload_reaches_the_agent_with_a_length_in_strict_mode() {
-    let up = Scripted::start(Arc::new(|_: &Seen| (fixed("{}"), false)));
-    let gw = gateway_for(&up);
+/// REQUEST in two chunks (the second with an extension), on a connection of its own that
+/// closes after the answer; `headers` are extra head lines. Returns the raw answer.
+fn send_chunked(gw: &Gateway, headers: &str) -> String {
     let mut c = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let (a, b) = REQUEST.split_at(40);
     write!(
         c,
-        "POST /agents/a/ HTTP/1.1\r\nhost: x\r\na2a-version: 1.0\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close, x-hop\r\nx-hop: 1\r\nupgrade: h2c\r\nx-forwarded-for: 10.0.0.1\r\nx-custom: kept\r\n\r\n{:x}\r\n{a}\r\n{:x};ext=1\r\n{b}\r\n0\r\n\r\n",
+        "POST /agents/a/ HTTP/1.1\r\nhost: x\r\na2a-version: 1.0\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n{headers}\r\n{:x}\r\n{a}\r\n{:x};ext=1\r\n{b}\r\n0\r\n\r\n",
         a.len(),
         b.len()
     )
@@ -238,6 +237,17 @@ fn a_chunked_upload_reaches_the_agent_with_a_length_in_strict_mode() {
     let mut answer = String::new();
     c.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    answer
+}
+
+#[test]
+fn a_chunked_upload_reaches_the_agent_with_a_length_in_strict_mode() {
+    let up = Scripted::start(Arc::new(|_: &Seen| (fixed("{}"), false)));
+    let gw = gateway_for(&up);
+    send_chunked(
+        &gw,
+        "connection: close, x-hop\r\nx-hop: 1\r\nupgrade: h2c\r\nx-forwarded-for: 10.0.0.1\r\nx-custom: kept\r\n",
+    );
     let seen = up.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].body, REQUEST.as_bytes());
@@ -257,19 +267,7 @@ fn a_chunked_upload_reaches_the_agent_with_a_length_in_strict_mode() {
 fn a_chunked_upload_stays_chunked_in_stream_mode() {
     let up = Scripted::start(Arc::new(|_: &Seen| (fixed("{}"), false)));
     let gw = gateway_with(&up, "    body: stream\n");
-    let mut c = TcpStream::connect(("127.0.0.1", gw.port)).unwrap();
-    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let (a, b) = REQUEST.split_at(40);
-    write!(
-        c,
-        "POST /agents/a/ HTTP/1.1\r\nhost: x\r\na2a-version: 1.0\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
-        a.len(),
-        b.len()
-    )
-    .unwrap();
-    let mut answer = String::new();
-    c.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    send_chunked(&gw, "connection: close\r\n");
     let seen = up.seen();
     assert_eq!(seen.len(), 1);
     assert_eq!(
