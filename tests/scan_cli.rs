@@ -76,7 +76,13 @@ fn accepted_body_exits_zero_with_a_summary_and_throughput() {
     assert_eq!(v["inlineBytes"], 3);
     assert_eq!(v["textChars"], 2);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("scanned") && err.contains("bytes"), "{err}");
+    let size = std::fs::metadata(&body).unwrap().len();
+    assert!(err.contains(&format!("scanned {size} bytes")), "{err}");
+    // A small body is timed warm, and the cold first pass is named beside it.
+    assert!(
+        err.contains("warm, best of") && err.contains("first pass took"),
+        "{err}"
+    );
 }
 
 #[test]

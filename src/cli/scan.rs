@@ -15,6 +15,8 @@ use crate::scan::{BodyShape, Scanner, Summary, Violation, WireVersion};
 
 /// The gateway reads bodies in chunks of about this size; scanning the same way keeps it honest.
 const CHUNK: usize = 64 * 1024;
+/// Warm passes over a body that came in one read (see `run`).
+const WARM_PASSES: usize = 20;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -79,6 +81,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
     };
     let mut buf = vec![0u8; CHUNK];
     let mut busy = std::time::Duration::ZERO;
+    let mut reads = 0;
     let verdict = loop {
         let n = match reader.read(&mut buf) {
             Ok(0) => {
@@ -91,6 +94,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("cannot read body {}: {e}", args.body.display())),
         };
+        reads += 1;
         let t = Instant::now();
         let r = scanner.feed(&buf[..n]);
         busy += t.elapsed();
@@ -110,7 +114,27 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
     let text = serde_json::to_string_pretty(&answer).map_err(|e| e.to_string())?;
     writeln!(out, "{text}").map_err(|e| e.to_string())?;
     let bytes = scanner.bytes_scanned();
-    let secs = busy.as_secs_f64();
+    // A single pass over a small body mostly times first-touch costs (code and tables paged
+    // in): a body that came in one read is scanned again warm, and the best of those counts.
+    let (time, how) = if reads == 1 && bytes > 0 {
+        let body = &buf[..bytes as usize];
+        let warm = (0..WARM_PASSES)
+            .map(|_| {
+                let t = Instant::now();
+                let mut again = Scanner::new(compiled.policy.clone(), shape);
+                let _ = again.feed(body).and_then(|()| again.finish());
+                t.elapsed()
+            })
+            .min()
+            .unwrap_or(busy);
+        (
+            warm,
+            format!("warm, best of {WARM_PASSES}; the first pass took {busy:.1?}"),
+        )
+    } else {
+        (busy, "one pass".to_owned())
+    };
+    let secs = time.as_secs_f64();
     let rate = if secs > 0.0 {
         format!("{:.1} MB/s", bytes as f64 / secs / 1e6)
     } else {
@@ -118,13 +142,12 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
     };
     let _ = writeln!(
         err,
-        "{}: scanned {bytes} bytes in {:.3} ms ({rate})",
+        "{}: scanned {bytes} bytes in {time:.1?} ({rate}, {how})",
         if verdict.is_ok() {
             "accepted"
         } else {
             "rejected"
         },
-        secs * 1e3
     );
     Ok(if verdict.is_ok() { 0 } else { 1 })
 }
