@@ -235,6 +235,8 @@ pub fn normalize_media_type(raw: &str) -> Option<String> {
 /// `type` and `subtype` of a media type, trimmed, parameters dropped, not yet lowercased; `*`
 /// is `*/*`. Shared by the policy (once per card) and the scanner (per part, into a buffer of
 /// its own), so a declared type and a card's key are normalized alike.
+// Out of line: declared types are nearly always already normal and never get here.
+#[inline(never)]
 pub(crate) fn media_type_essence(b: &[u8]) -> Option<(&[u8], &[u8])> {
     let end = b.iter().position(|&c| c == b';').unwrap_or(b.len());
     let essence = b[..end].trim_ascii();
