@@ -43,7 +43,28 @@ fn scan(policy: &Arc<Policy>, shape: BodyShape, body: &[u8]) -> Result<Summary, 
         whole.as_ref().map_err(|v| v.data.reason),
         "byte-by-byte disagrees"
     );
+    // A whole body is walked by recursive descent, one in pieces by the state machine: both
+    // must also capture the same id and method.
+    assert_eq!(
+        request_facts(policy, shape, &[body]),
+        request_facts(policy, shape, &bytes),
+        "id or method differs byte by byte"
+    );
     whole
+}
+
+fn request_facts(
+    policy: &Arc<Policy>,
+    shape: BodyShape,
+    chunks: &[&[u8]],
+) -> (Option<Value>, Option<String>) {
+    let mut s = Scanner::new(policy.clone(), shape);
+    for c in chunks {
+        if s.feed(c).is_err() {
+            break;
+        }
+    }
+    (s.request_id().cloned(), s.method().map(str::to_owned))
 }
 
 fn scan_chunks(
@@ -595,6 +616,51 @@ fn captures_id_and_method_in_any_order() {
     let mut s = Scanner::new(p, BodyShape::JsonRpc);
     s.feed(br#"{"id":"r\u00e9q"}"#).unwrap();
     assert_eq!(s.request_id(), Some(&json!("r\u{e9}q")));
+}
+
+#[test]
+fn ids_and_methods_are_captured_alike_whole_and_in_pieces() {
+    let p = policy(json!({}));
+    let long_id = format!(r#"{{"id":"{}","method":"m"}}"#, "x".repeat(300));
+    let long_number = format!(r#"{{"id":{},"method":"m"}}"#, "7".repeat(300));
+    let cases: [(&[u8], Option<Value>, Option<&str>); 9] = [
+        (
+            br#"{"id":7,"method":"SendMessage"}"#,
+            Some(json!(7)),
+            Some("SendMessage"),
+        ),
+        (
+            br#" { "method" : "a\u0062c" , "id" : "r\"1" } "#,
+            Some(json!("r\"1")),
+            Some("abc"),
+        ),
+        (br#"{"id":null,"method":7}"#, Some(Value::Null), None),
+        (br#"{"id":true,"method":["x"]}"#, None, None),
+        (
+            br#"{"id":-0.5e1,"params":{"message":{"parts":[]}}}"#,
+            Some(json!(-5.0)),
+            None,
+        ),
+        (
+            br#"{"id":12345678901234567890}"#,
+            Some(json!(12345678901234567890u64)),
+            None,
+        ),
+        (
+            br#"{"jsonrpc":"2.0","params":[],"id":{"a":[1]},"method":"caf\u00e9"}"#,
+            None,
+            Some("caf\u{e9}"),
+        ),
+        (long_id.as_bytes(), None, Some("m")),
+        (long_number.as_bytes(), None, Some("m")),
+    ];
+    for (body, id, method) in cases {
+        let what = String::from_utf8_lossy(&body[..body.len().min(60)]).into_owned();
+        scan(&p, BodyShape::JsonRpc, body).unwrap_or_else(|v| panic!("{what}: {v}"));
+        let (got_id, got_method) = request_facts(&p, BodyShape::JsonRpc, &[body]);
+        assert_eq!(got_id, id, "{what}");
+        assert_eq!(got_method.as_deref(), method, "{what}");
+    }
 }
 
 #[test]

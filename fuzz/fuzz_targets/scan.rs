@@ -1,6 +1,7 @@
 //! Random bytes through the scanner, under a few policies, split at random points.
-//! Oracles: no panic; whatever the chunking, a body is accepted (with the same summary) exactly
-//! when it is accepted whole; the JSON-RPC and REST error bodies always serialize.
+//! Oracles: no panic; whatever the chunking, a body is accepted (with the same summary, id and
+//! method) exactly when it is accepted whole (a whole body takes the scanner's recursive walk,
+//! a chunked one its state machine); the JSON-RPC and REST error bodies always serialize.
 #![no_main]
 
 use std::sync::{Arc, OnceLock};
@@ -85,7 +86,11 @@ fuzz_target!(|data: &[u8]| {
     let chunked_result = result.and_then(|_| chunked.finish());
 
     match (&whole_result, &chunked_result) {
-        (Ok(a), Ok(b)) => assert_eq!(a, b),
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a, b);
+            assert_eq!(whole.request_id(), chunked.request_id());
+            assert_eq!(whole.method(), chunked.method());
+        }
         (Err(v), Err(_)) => {
             for wire in [WireVersion::V0_3, WireVersion::V1_0] {
                 let body = v.jsonrpc_response(whole.request_id(), wire);

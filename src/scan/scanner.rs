@@ -16,6 +16,8 @@ use crate::scan::skip::{skip_container, Expect, Skipped, Stop};
 use crate::scan::verdict::{human_bytes, Amount, Reason, Violation, ViolationData};
 use crate::scan::{BodyShape, SniffMode, SniffWarning, Summary, UnknownDimensions};
 
+mod whole;
+
 /// Objects tracked semantically: root(1) params(2) message(3) parts(4) part(5) file(6).
 const TRACKED: usize = 8;
 /// Longest key worth matching (`file_with_bytes` is 15).
@@ -275,6 +277,40 @@ fn lookup_packed(ctx: Ctx, shape: BodyShape, v: u128) -> Option<Key> {
         },
         Ctx::Skip | Ctx::Parts(_) => return None,
     })
+}
+
+/// The keys of which an object may hold only one (a part's content, a file's content).
+#[inline(always)]
+fn one_of(ctx: Ctx) -> u32 {
+    match ctx {
+        Ctx::Part => PART_CONTENT,
+        Ctx::File => FILE_CONTENT,
+        _ => 0,
+    }
+}
+
+/// What the value of a known key means in its object.
+#[inline(always)]
+fn role_for(ctx: Ctx, key: Key) -> Role {
+    match (ctx, key) {
+        (Ctx::Root, Key::Id) => Role::Id,
+        (Ctx::Root, Key::Method) => Role::Method,
+        (Ctx::Root, Key::Params) => Role::Params,
+        (Ctx::Root | Ctx::Params, Key::Message) => Role::Message,
+        (Ctx::Message, Key::Parts) => Role::Parts(ArrayName::Parts),
+        (Ctx::Message, Key::Content) => Role::Parts(ArrayName::Content),
+        (Ctx::Part, Key::Text) => Role::Text,
+        (Ctx::Part, Key::Raw) => Role::Inline(Key::Raw),
+        (Ctx::Part, Key::Url) => Role::Reference(Key::Url),
+        (Ctx::Part, Key::MediaType) => Role::PartMediaType,
+        (Ctx::Part, Key::Filename) => Role::Filename,
+        (Ctx::Part, Key::File) => Role::File,
+        (Ctx::File, Key::Bytes | Key::FileWithBytes) => Role::Inline(key),
+        (Ctx::File, Key::Uri | Key::FileWithUri) => Role::Reference(key),
+        (Ctx::File, Key::MimeType) => Role::FileMimeType,
+        (Ctx::File, Key::Name) => Role::Filename,
+        _ => Role::Skip,
+    }
 }
 
 /// A string kept inline, without allocating; longer input is cut (at a character boundary).
@@ -585,7 +621,17 @@ impl Scanner {
         if let Some(v) = &self.failed {
             return Err(v.clone());
         }
-        let r = self.feed_inner(chunk);
+        // Nothing read yet and the chunk small: it is likely the whole body.
+        let whole = self.base == 0
+            && self.state == Lex::Value
+            && !chunk.is_empty()
+            && chunk.len() <= whole::WHOLE_MAX
+            && self.scan_whole(chunk);
+        let r = if whole {
+            Ok(())
+        } else {
+            self.feed_inner(chunk)
+        };
         self.base += chunk.len() as u64;
         self.summary.bytes = self.base;
         r.map_err(|v| {
@@ -1573,34 +1619,12 @@ impl Scanner {
         if seen & key.bit() != 0 {
             return fail(self.duplicate_key(key, i));
         }
-        let oneof = match ctx {
-            Ctx::Part => PART_CONTENT,
-            Ctx::File => FILE_CONTENT,
-            _ => 0,
-        };
+        let oneof = one_of(ctx);
         if oneof & key.bit() != 0 && seen & oneof != 0 {
             return fail(self.ambiguous(ctx, seen & oneof, key));
         }
         self.seen[d] |= key.bit();
-        self.pending = match (ctx, key) {
-            (Ctx::Root, Key::Id) => Role::Id,
-            (Ctx::Root, Key::Method) => Role::Method,
-            (Ctx::Root, Key::Params) => Role::Params,
-            (Ctx::Root | Ctx::Params, Key::Message) => Role::Message,
-            (Ctx::Message, Key::Parts) => Role::Parts(ArrayName::Parts),
-            (Ctx::Message, Key::Content) => Role::Parts(ArrayName::Content),
-            (Ctx::Part, Key::Text) => Role::Text,
-            (Ctx::Part, Key::Raw) => Role::Inline(Key::Raw),
-            (Ctx::Part, Key::Url) => Role::Reference(Key::Url),
-            (Ctx::Part, Key::MediaType) => Role::PartMediaType,
-            (Ctx::Part, Key::Filename) => Role::Filename,
-            (Ctx::Part, Key::File) => Role::File,
-            (Ctx::File, Key::Bytes | Key::FileWithBytes) => Role::Inline(key),
-            (Ctx::File, Key::Uri | Key::FileWithUri) => Role::Reference(key),
-            (Ctx::File, Key::MimeType) => Role::FileMimeType,
-            (Ctx::File, Key::Name) => Role::Filename,
-            _ => Role::Skip,
-        };
+        self.pending = role_for(ctx, key);
         Ok(())
     }
 

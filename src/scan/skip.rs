@@ -125,7 +125,7 @@ pub(crate) fn skip_container(c: &[u8], start: usize, room: u32) -> Option<Skippe
     }
 }
 
-fn skip_ws(c: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn skip_ws(c: &[u8], mut i: usize) -> Option<usize> {
     while matches!(*c.get(i)?, b' ' | b'\t' | b'\n' | b'\r') {
         i += 1;
     }
@@ -141,14 +141,14 @@ fn key_and_colon(c: &[u8], i: usize) -> Option<usize> {
     (c[i] == b':').then_some(i + 1)
 }
 
-fn literal(c: &[u8], i: usize, word: &[u8]) -> Option<usize> {
+pub(crate) fn literal(c: &[u8], i: usize, word: &[u8]) -> Option<usize> {
     c[i..].starts_with(word).then_some(i + word.len())
 }
 
 /// A string's contents from `i` (just past its opening quote); returns the index past its
 /// closing quote. Escapes must be whole and valid, other bytes valid UTF-8 and not control
 /// characters.
-fn skip_string(c: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn skip_string(c: &[u8], mut i: usize) -> Option<usize> {
     loop {
         // Most runs are short printable ASCII: one word-at-a-time look finds where they end.
         let window = &c[i..c.len().min(i + 64)];
@@ -173,7 +173,7 @@ fn skip_string(c: &[u8], mut i: usize) -> Option<usize> {
 
 /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`, whole in the chunk (something must
 /// follow it, or it may go on in the next chunk).
-fn skip_number(c: &[u8], mut i: usize) -> Option<usize> {
+pub(crate) fn skip_number(c: &[u8], mut i: usize) -> Option<usize> {
     let digits = |i: usize| c[i..].iter().take_while(|b| b.is_ascii_digit()).count();
     if c[i] == b'-' {
         i += 1;
