@@ -10,8 +10,9 @@
 use serde_json::Value;
 
 use super::{
-    first_special, lookup_key, lookup_packed, normalize_type, one_of, parse_id_number, role_for,
-    ArrayName, Ctx, Key, Lex, Role, Scanner, ID_CAP,
+    decode_escape, find_quote_or_backslash, first_special, lookup_key, lookup_packed,
+    normalize_type, one_of, parse_id_number, role_for, ArrayName, Ctx, Key, Lex, Role, Scanner,
+    ID_CAP,
 };
 use crate::scan::skip::{literal, skip_container, skip_number, skip_string, skip_ws, Skipped};
 
@@ -203,10 +204,58 @@ impl Scanner {
                 return skip_string(c, i + 1);
             }
         }
+        if role == Role::Text && self.policy.max_tokens.is_none() {
+            // Nothing to keep for a tokenizer: count in locals, judge once.
+            if let Some((chars, end)) = count_text(c, i + 1) {
+                self.start_string_value(role, i).ok()?;
+                self.text_chars = chars;
+                self.check_text_length().ok()?;
+                self.end_text().ok()?;
+                return Some(end);
+            }
+        }
         self.start_string_value(role, i).ok()?;
         let end = self.string_body(c, i + 1).ok()?;
         (self.state != Lex::Str).then_some(end)
     }
+}
+
+/// The Unicode scalar values of the string whose contents start at `c[i]`, after unescaping,
+/// and the index past its closing quote. `None` when it is not a whole valid string.
+fn count_text(c: &[u8], mut i: usize) -> Option<(u64, usize)> {
+    let mut chars = 0u64;
+    loop {
+        // Most runs are short printable ASCII: one word-at-a-time look finds where they end.
+        let window = &c[i..c.len().min(i + 64)];
+        let end = match first_special(window) {
+            Some(n) if matches!(window[n], b'"' | b'\\') => {
+                chars += n as u64;
+                i + n
+            }
+            _ => {
+                // Long, or holding non-ASCII or control bytes: find the end, then check it all.
+                let end = i + find_quote_or_backslash(&c[i..])?;
+                chars += run_chars(&c[i..end])?;
+                end
+            }
+        };
+        if c[end] == b'"' {
+            return Some((chars, end + 1));
+        }
+        i = decode_escape(c, end + 1)?.1;
+        // Any escape, a surrogate pair included, is one character.
+        chars += 1;
+    }
+}
+
+/// Characters in a run between escapes: valid UTF-8 without control characters.
+fn run_chars(run: &[u8]) -> Option<u64> {
+    if run.iter().any(|&b| b < 0x20) {
+        return None;
+    }
+    let text = std::str::from_utf8(run).ok()?;
+    // Every byte that is not a continuation byte starts a character.
+    Some(text.bytes().filter(|&b| (b as i8) >= -0x40).count() as u64)
 }
 
 #[cfg(test)]
