@@ -134,6 +134,8 @@ type BodyMaker = (&'static str, fn() -> Vec<u8>, usize);
 
 fn scan(policy: &Arc<Policy>, body: &[u8], chunk: usize) {
     let mut s = Scanner::new(policy.clone(), BodyShape::JsonRpc);
+    // As the gateway does with a request's Content-Length.
+    s.expect_len(body.len() as u64);
     for c in body.chunks(chunk) {
         s.feed(c).expect("bench bodies are accepted");
     }

@@ -59,6 +59,7 @@ fn request_facts(
     chunks: &[&[u8]],
 ) -> (Option<Value>, Option<String>) {
     let mut s = Scanner::new(policy.clone(), shape);
+    s.expect_len(chunks.iter().map(|c| c.len() as u64).sum());
     for c in chunks {
         if s.feed(c).is_err() {
             break;
@@ -73,6 +74,8 @@ fn scan_chunks(
     chunks: &[&[u8]],
 ) -> Result<Summary, Violation> {
     let mut s = Scanner::new(policy.clone(), shape);
+    // Known in advance, as from Content-Length: a body in one chunk takes the recursive walk.
+    s.expect_len(chunks.iter().map(|c| c.len() as u64).sum());
     for c in chunks {
         s.feed(c)?;
     }

@@ -563,6 +563,8 @@ fn reference(spec: &Spec, shape: BodyShape, body: &[u8]) -> Verdict {
 
 fn run(policy: &Arc<Policy>, shape: BodyShape, chunks: &[&[u8]]) -> Result<Summary, &'static str> {
     let mut s = Scanner::new(policy.clone(), shape);
+    // Known in advance, as from Content-Length: a body in one chunk takes the recursive walk.
+    s.expect_len(chunks.iter().map(|c| c.len() as u64).sum());
     for c in chunks {
         if let Err(v) = s.feed(c) {
             return Err(v.reason());

@@ -68,11 +68,13 @@ fuzz_target!(|data: &[u8]| {
     };
 
     let mut whole = Scanner::new(policy.clone(), shape);
+    whole.expect_len(body.len() as u64);
     let whole_result = whole.feed(body).and_then(|_| whole.finish());
 
     // Chunk sizes from a small xorshift seeded by the second byte.
     let mut x = u32::from(data[1]) | 0x100;
     let mut chunked = Scanner::new(policy.clone(), shape);
+    chunked.expect_len(body.len() as u64);
     let mut rest = body;
     let mut result = Ok(());
     while !rest.is_empty() && result.is_ok() {

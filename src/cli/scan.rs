@@ -70,15 +70,24 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
     } else {
         BodyShape::JsonRpc
     };
-    let mut scanner = Scanner::new(compiled.policy.clone(), shape);
+    // A file's length is known in advance, as a request's Content-Length is.
+    let mut declared_len = None;
     let mut reader: Box<dyn Read> = if args.body.as_os_str() == "-" {
         Box::new(io::stdin().lock())
     } else {
-        Box::new(
-            std::fs::File::open(&args.body)
-                .map_err(|e| format!("cannot read body {}: {e}", args.body.display()))?,
-        )
+        let file = std::fs::File::open(&args.body)
+            .map_err(|e| format!("cannot read body {}: {e}", args.body.display()))?;
+        declared_len = file.metadata().ok().map(|m| m.len());
+        Box::new(file)
     };
+    let new_scanner = || {
+        let mut s = Scanner::new(compiled.policy.clone(), shape);
+        if let Some(len) = declared_len {
+            s.expect_len(len);
+        }
+        s
+    };
+    let mut scanner = new_scanner();
     let mut buf = vec![0u8; CHUNK];
     let mut busy = std::time::Duration::ZERO;
     let mut reads = 0;
@@ -121,7 +130,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<u8, 
         let warm = (0..WARM_PASSES)
             .map(|_| {
                 let t = Instant::now();
-                let mut again = Scanner::new(compiled.policy.clone(), shape);
+                let mut again = new_scanner();
                 let _ = again.feed(body).and_then(|()| again.finish());
                 t.elapsed()
             })

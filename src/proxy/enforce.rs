@@ -209,11 +209,13 @@ pub struct BodyScan {
 
 impl BodyScan {
     /// A scan for this agent's policy, or none when every body check is switched off.
+    /// `declared_len`: the request's `Content-Length`, when it has one.
     pub fn new(
         agent: &AgentConfig,
         policy: &Arc<Policy>,
         wire: &Wire,
         upstream_path: &str,
+        declared_len: Option<u64>,
     ) -> Self {
         let e = &agent.enforce;
         let wanted = e.files || e.media_types || e.text || e.capabilities;
@@ -222,8 +224,15 @@ impl BodyScan {
         } else {
             BodyShape::JsonRpc
         };
+        let scanner = wanted.then(|| {
+            let mut s = Scanner::new(policy.clone(), shape);
+            if let Some(len) = declared_len {
+                s.expect_len(len);
+            }
+            s
+        });
         BodyScan {
-            scanner: wanted.then(|| Scanner::new(policy.clone(), shape)),
+            scanner,
             spent: Duration::ZERO,
         }
     }

@@ -260,7 +260,8 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
         return rejected(gw, session, ctx, &wire, None, &v, unread).await;
     }
     let limit = card.body_limit;
-    if let Some(declared) = content_length(session) {
+    let declared_len = content_length(session);
+    if let Some(declared) = declared_len {
         if declared > limit {
             let v = enforce::body_too_large(agent, limit, declared, false);
             return rejected(gw, session, ctx, &wire, None, &v, true).await;
@@ -274,7 +275,13 @@ pub async fn handle(gw: &Gateway, session: &mut Session, ctx: &mut RequestCtx) -
     }
 
     // 2. The body through the scanner; 3. the JSON-RPC method once known.
-    let mut scan = enforce::BodyScan::new(agent, &card.policy.policy, &wire, &upstream_path);
+    let mut scan = enforce::BodyScan::new(
+        agent,
+        &card.policy.policy,
+        &wire,
+        &upstream_path,
+        declared_len,
+    );
     let check_method = |method: Option<&str>| enforce::after_body(agent, &card.caps, method);
     let mut reservation = None;
     // A JSON-RPC extended-card call is known by its method (read in strict mode only).

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::scan::skip::{literal, skip_container, skip_number, skip_string, skip_ws, Skipped};
 
-/// Largest first chunk walked: giving up costs at most one extra pass over this much.
+/// Largest body walked: a body the walk gives up on is read twice, so this bounds the extra pass.
 pub(super) const WHOLE_MAX: usize = 64 * 1024;
 
 /// Longest plain key looked at; a longer one cannot be a key the scanner knows.
@@ -26,7 +26,7 @@ const KEY_WINDOW: usize = 64;
 const VALUE_WINDOW: usize = 256;
 
 impl Scanner {
-    /// `c` is the body's first chunk. True when it holds one whole JSON value, then only
+    /// `c` is the whole body, in its first chunk. True when it is one JSON value, then only
     /// whitespace, and the value is accepted: the scanner is then where the state machine
     /// would be after it. False leaves the scanner as new.
     pub(super) fn scan_whole(&mut self, c: &[u8]) -> bool {
@@ -34,7 +34,9 @@ impl Scanner {
             self.state = Lex::Done;
             return true;
         }
+        let expected_len = self.expected_len;
         *self = Scanner::new(self.policy.clone(), self.shape);
+        self.expected_len = expected_len;
         false
     }
 
@@ -328,6 +330,29 @@ mod tests {
             assert!(took, "{body}");
             assert_eq!(s.finish().unwrap().inline_files, 1, "{body}");
         }
+    }
+
+    #[test]
+    fn walks_only_a_body_known_to_be_whole() {
+        let body: &[u8] =
+            br#"{"id":1,"method":"m","params":{"message":{"parts":[{"text":"hi"}]}}}"#;
+        let len = body.len() as u64;
+        let walked = |hint: Option<u64>, chunks: &[&[u8]]| {
+            let mut s = Scanner::new(policy(), BodyShape::JsonRpc);
+            if let Some(n) = hint {
+                s.expect_len(n);
+            }
+            for c in chunks {
+                s.feed(c).unwrap();
+            }
+            assert_eq!(s.finish().unwrap().text_parts, 1);
+            // The state machine records the contexts it enters; the walk keeps them on its stack.
+            s.ctx[1] != Ctx::Root
+        };
+        assert!(walked(Some(len), &[body]));
+        assert!(!walked(None, &[body]));
+        assert!(!walked(Some(len + 1), &[body, b" "]));
+        assert!(!walked(Some(len), &[&body[..10], &body[10..]]));
     }
 
     #[test]
