@@ -7,12 +7,12 @@
 //!
 //! `SCAN_BENCH_DUMP=dir` writes the three bodies there (for `SCAN_BENCH_BODY` and callgrind).
 //!
-//! Measured 2026-11-22, third round (2-vCPU EPYC, shared, default build, `taskset -c 1`,
-//! three runs):
-//! 50 MB: scanner 32 GB/s = 0.86x memchr2, 20x serde_json Value;
-//! 3 KB: 1.82-1.88 GB/s = 0.59-0.64x memchr2, 3.4x serde_json Value, 1.29-1.37x serde_json
-//! borrowed struct (1.13x at the start of the round);
-//! 1 MB text: 1.36-1.39 GB/s = 0.52x memchr2, 0.82-0.85x serde_json Value.
+//! Measured 2026-11-22, fourth round (2-vCPU EPYC, shared, default build, `taskset -c 1`):
+//! 50 MB: scanner 30-33 GB/s = 0.85-0.89x memchr2, 19-20x serde_json Value;
+//! 3 KB (walked whole, its length known as from Content-Length): 2.11-2.31 GB/s =
+//! 0.68-0.72x memchr2, 4.0-4.4x serde_json Value, 1.48-1.63x serde_json borrowed struct
+//! (1.23-1.37x with the state machine alone);
+//! 1 MB text: 1.39-1.41 GB/s = 0.53x memchr2, 0.82-0.83x serde_json Value.
 
 use std::borrow::Cow;
 use std::hint::black_box;

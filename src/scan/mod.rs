@@ -6,6 +6,12 @@
 //! its memory does not grow with the body: a few fixed buffers per request, plus one text part
 //! when token counting is on (bounded by [`ScanOptions::token_buffer_bytes`]).
 //!
+//! Two readers share the part, string and check steps: a byte-driven state machine that takes
+//! chunks split anywhere, and, when the caller knows the body's length ([`Scanner::expect_len`])
+//! and the first chunk is all of it, a recursive walk that only decides to accept and hands
+//! anything else (a violation, a fault, a shape it does not follow) to the state machine, so
+//! every verdict and error offset comes from one place.
+//!
 //! Decisions worth knowing (documented where they are made):
 //! - Keys are matched after unescaping and in both JSON and proto spellings (`mediaType` /
 //!   `media_type`); a tracked object that holds one key twice, even as its alias, is rejected.

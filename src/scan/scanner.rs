@@ -3,6 +3,7 @@
 //! Outside strings it walks byte by byte (structure is short); inside strings it jumps with
 //! memchr2 to the next `"` or `\`, and inside base64 strings it validates whole blocks with
 //! base64-simd (a block that fails is re-examined with memchr2 to find where the string ends).
+//! A body known to be whole in its first chunk is walked by `whole.rs` over the same steps.
 
 use std::sync::Arc;
 
