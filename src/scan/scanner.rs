@@ -1576,12 +1576,9 @@ impl Scanner {
         let value = &rest[..n];
         match role {
             Role::Skip => {}
-            Role::PartMediaType | Role::FileMimeType => {
-                let slot = usize::from(role == Role::FileMimeType);
-                let ok = normalize_type(value, &mut self.part.types[slot]);
-                self.type_declared(slot, ok)?;
+            Role::PartMediaType | Role::FileMimeType | Role::Filename => {
+                self.plain_part_value(role, value)?
             }
-            Role::Filename => self.name_part(value),
             _ => {
                 self.start_string_value(role, i - 1)?;
                 if n > 0 {
@@ -1596,6 +1593,23 @@ impl Scanner {
         self.str_role = StrRole::Skip;
         self.value_done();
         Ok(Some(i + n + 1))
+    }
+
+    /// A declared type or filename written as plain printable ASCII, taken as it stands.
+    #[inline]
+    fn plain_part_value(&mut self, role: Role, value: &[u8]) -> Res {
+        match role {
+            Role::PartMediaType | Role::FileMimeType => {
+                let slot = usize::from(role == Role::FileMimeType);
+                let ok = normalize_type(value, &mut self.part.types[slot]);
+                self.type_declared(slot, ok)
+            }
+            Role::Filename => {
+                self.name_part(value);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// A part's declared type (slot 0: part `mediaType`, 1: file `mimeType`), normalized into

@@ -10,9 +10,8 @@
 use serde_json::Value;
 
 use super::{
-    decode_escape, find_quote_or_backslash, first_special, lookup_key, lookup_packed,
-    normalize_type, one_of, parse_id_number, role_for, ArrayName, Ctx, Key, Lex, Role, Scanner,
-    ID_CAP,
+    decode_escape, find_quote_or_backslash, first_special, lookup_key, lookup_packed, one_of,
+    parse_id_number, role_for, ArrayName, Ctx, Key, Lex, Role, Scanner, ID_CAP,
 };
 use crate::scan::skip::{literal, skip_container, skip_number, skip_string, skip_ws, Skipped};
 
@@ -190,16 +189,7 @@ impl Scanner {
         if direct {
             let rest = &c[i + 1..c.len().min(i + 1 + VALUE_WINDOW)];
             if let Some(n) = first_special(rest).filter(|&n| rest[n] == b'"') {
-                let value = &rest[..n];
-                match role {
-                    Role::PartMediaType | Role::FileMimeType => {
-                        let slot = usize::from(role == Role::FileMimeType);
-                        let ok = normalize_type(value, &mut self.part.types[slot]);
-                        self.type_declared(slot, ok).ok()?;
-                    }
-                    Role::Filename => self.name_part(value),
-                    _ => {}
-                }
+                self.plain_part_value(role, &rest[..n]).ok()?;
                 return Some(i + n + 2);
             }
             if role == Role::Skip {
