@@ -92,6 +92,18 @@ fn serve(stream: TcpStream, connection: usize, port: u16, script: &Script, log: 
             head,
             body: Vec::new(),
         };
+        if seen.header("x-case").as_deref() == Some("answer-early") {
+            // Refuse before reading the body, and close with it unread: the kernel resets the
+            // connection, so the gateway's writes fail while the answer waits in its buffer.
+            log.lock().unwrap().push(seen.clone());
+            let body = r#"{"error":"too large for this agent"}"#;
+            let answer = format!(
+                "HTTP/1.1 413 Payload Too Large\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = out.write_all(answer.as_bytes());
+            return;
+        }
         if seen.header("transfer-encoding").as_deref() == Some("chunked") {
             match read_chunked(&mut reader) {
                 Some(body) => seen.body = body,
@@ -353,6 +365,39 @@ fn an_agent_that_closes_idle_connections_costs_no_request() {
     }
     assert_eq!(up.seen().len(), 6, "each request reached the agent once");
     assert_eq!(up.connections(), 6);
+}
+
+#[test]
+fn an_agent_that_answers_before_reading_the_body_is_heard() {
+    // Far more than the socket buffers hold, so the agent resets the connection mid-upload.
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{{"message":{{"messageId":"m","role":"ROLE_USER","parts":[{{"data":{{"blob":"{}"}}}}]}}}}}}"#,
+        "x".repeat(8 << 20)
+    );
+    for mode in ["strict", "stream"] {
+        let upstream = Scripted::start(Arc::new(|_: &Seen| (fixed("{}"), false)));
+        let gw = gateway_with(&upstream, &format!("    body: {mode}\n"));
+        let r = post(
+            &gw.url("/agents/a/"),
+            &[
+                ("content-type", "application/json"),
+                ("a2a-version", "1.0"),
+                ("x-case", "answer-early"),
+            ],
+            body.as_bytes(),
+        );
+        assert_eq!(r.status, 413, "{mode}: {}", r.text());
+        assert_eq!(
+            r.text(),
+            r#"{"error":"too large for this agent"}"#,
+            "{mode}"
+        );
+        // The connection it refused on is not reused: the next request opens another.
+        assert_eq!(send(&gw, REQUEST).status, 200, "{mode}");
+        let seen = upstream.seen();
+        assert_eq!(seen.len(), 2, "{mode}");
+        assert_ne!(seen[0].connection, seen[1].connection, "{mode}");
+    }
 }
 
 #[test]

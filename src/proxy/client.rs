@@ -397,6 +397,26 @@ impl AgentConn {
         Ok(n)
     }
 
+    /// After a write to the agent failed: an agent may answer before it has read the whole
+    /// request (a 413, a 401) and close, and then its answer, not the lost connection, is
+    /// what the client must get. Only a lost connection is looked at (its answer, if any, is
+    /// already in the socket); a write that timed out is not waited on again. The connection
+    /// is not reused afterwards: the request never went whole.
+    pub async fn answer_after_failed_write(
+        &mut self,
+        failed: SendError,
+        head_request: bool,
+    ) -> Result<ResponseHeader, SendError> {
+        if failed.error.kind != UpstreamErrorKind::Reset {
+            return Err(failed);
+        }
+        self.keep_alive = false;
+        match self.read_head(head_request).await {
+            Ok(head) => Ok(head),
+            Err(_) => Err(failed),
+        }
+    }
+
     /// Read the response head (1xx answers skipped). `head_request`: the response has no body.
     pub async fn read_head(&mut self, head_request: bool) -> Result<ResponseHeader, SendError> {
         loop {

@@ -254,8 +254,10 @@ async fn send_request(
         error,
         retryable: false,
     })?;
-    up.send_whole(head, body).await?;
-    let response = up.read_head(head_request).await?;
+    let response = match up.send_whole(head, body).await {
+        Ok(()) => up.read_head(head_request).await?,
+        Err(e) => up.answer_after_failed_write(e, head_request).await?,
+    };
     Ok((up, response))
 }
 
@@ -309,7 +311,14 @@ async fn send_streamed(
             (body.check_method)(body.scan.method())
                 .map_err(|v| ExchangeError::Body(BodyError::Rejected(v)))?;
         }
-        up.write_body(&chunk, framing).await.map_err(before)?;
+        if let Err(e) = up.write_body(&chunk, framing).await {
+            let response = up
+                .answer_after_failed_write(e, head_request)
+                .await
+                .map_err(before)?;
+            discard_rest(session, deadline, body).await;
+            return Ok((up, response));
+        }
     }
     body.scan
         .finish(body.len)
@@ -327,6 +336,18 @@ async fn send_streamed(
             "waiting for the agent's response",
             total,
         ))),
+    }
+}
+
+/// The agent answered before the client finished sending. The rest of the body goes nowhere,
+/// but it is read (within the body's limit and read timeout, as a lingering close would) so
+/// that a client still writing gets to read the answer instead of a reset.
+async fn discard_rest(session: &mut Session, deadline: Instant, body: &mut StreamedBody<'_>) {
+    while body.len <= body.limit {
+        match tokio::time::timeout_at(deadline.into(), session.read_request_body()).await {
+            Ok(Ok(Some(chunk))) => body.len += chunk.len() as u64,
+            _ => return,
+        }
     }
 }
 
