@@ -1531,16 +1531,7 @@ impl Scanner {
         if ctx == Ctx::Skip {
             self.pending = Role::Skip;
         } else {
-            // With 16 bytes in the chunk, pack the key straight from them (no copy).
-            let key = if n == 0 || n > 16 {
-                None
-            } else if let Some(w) = c.get(i..i + 16) {
-                let w = u128::from_le_bytes(w.try_into().unwrap());
-                let mask = u128::MAX >> (8 * (16 - n));
-                lookup_packed(ctx, self.shape, w & mask)
-            } else {
-                lookup_key(ctx, self.shape, &rest[..n])
-            };
+            let key = key_in_chunk(ctx, self.shape, c, i, n);
             self.key_found(ctx, key, i + n)?;
         }
         self.state = Lex::Colon;
@@ -2542,6 +2533,22 @@ pub(crate) fn decode_escape(c: &[u8], i: usize) -> Option<(char, usize)> {
         }
         _ => (simple_escape(b)?, i + 1),
     })
+}
+
+/// A key of `n` plain bytes at `c[i..]`, as known in `ctx`. With 16 bytes in the chunk it is
+/// packed straight from them (no copy).
+#[inline(always)]
+fn key_in_chunk(ctx: Ctx, shape: BodyShape, c: &[u8], i: usize, n: usize) -> Option<Key> {
+    if n == 0 || n > 16 {
+        return None;
+    }
+    match c.get(i..i + 16) {
+        Some(w) => {
+            let w = u128::from_le_bytes(w.try_into().ok()?);
+            lookup_packed(ctx, shape, w & (u128::MAX >> (8 * (16 - n))))
+        }
+        None => lookup_key(ctx, shape, &c[i..i + n]),
+    }
 }
 
 /// The character a high and a low surrogate (already range-checked) stand for together.

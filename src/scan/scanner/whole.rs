@@ -10,8 +10,8 @@
 use serde_json::Value;
 
 use super::{
-    decode_escape, find_quote_or_backslash, first_special, lookup_key, lookup_packed, one_of,
-    parse_id_number, role_for, ArrayName, Ctx, Key, Lex, Role, Scanner, ID_CAP,
+    first_special, key_in_chunk, one_of, parse_id_number, role_for, ArrayName, Ctx, Key, Lex, Role,
+    Scanner, ID_CAP,
 };
 use crate::scan::skip::{literal, skip_container, skip_number, skip_string, skip_ws, Skipped};
 
@@ -102,15 +102,7 @@ impl Scanner {
     fn walk_key(&self, c: &[u8], i: usize, ctx: Ctx) -> Option<(Option<Key>, usize)> {
         let rest = &c[i..c.len().min(i + KEY_WINDOW)];
         let n = first_special(rest).filter(|&n| rest[n] == b'"')?;
-        let key = if n == 0 || n > 16 {
-            None
-        } else if let Some(w) = c.get(i..i + 16) {
-            let w = u128::from_le_bytes(w.try_into().ok()?);
-            lookup_packed(ctx, self.shape, w & (u128::MAX >> (8 * (16 - n))))
-        } else {
-            lookup_key(ctx, self.shape, &rest[..n])
-        };
-        Some((key, i + n + 1))
+        Some((key_in_chunk(ctx, self.shape, c, i, n), i + n + 1))
     }
 
     /// The value at `c[i]`, which means `role`, inside a container `depth` levels deep.
@@ -196,58 +188,10 @@ impl Scanner {
                 return skip_string(c, i + 1);
             }
         }
-        if role == Role::Text && self.policy.max_tokens.is_none() {
-            // Nothing to keep for a tokenizer: count in locals, judge once.
-            if let Some((chars, end)) = count_text(c, i + 1) {
-                self.start_string_value(role, i).ok()?;
-                self.text_chars = chars;
-                self.check_text_length().ok()?;
-                self.end_text().ok()?;
-                return Some(end);
-            }
-        }
         self.start_string_value(role, i).ok()?;
         let end = self.string_body(c, i + 1).ok()?;
         (self.state != Lex::Str).then_some(end)
     }
-}
-
-/// The Unicode scalar values of the string whose contents start at `c[i]`, after unescaping,
-/// and the index past its closing quote. `None` when it is not a whole valid string.
-fn count_text(c: &[u8], mut i: usize) -> Option<(u64, usize)> {
-    let mut chars = 0u64;
-    loop {
-        // Most runs are short printable ASCII: one word-at-a-time look finds where they end.
-        let window = &c[i..c.len().min(i + 64)];
-        let end = match first_special(window) {
-            Some(n) if matches!(window[n], b'"' | b'\\') => {
-                chars += n as u64;
-                i + n
-            }
-            _ => {
-                // Long, or holding non-ASCII or control bytes: find the end, then check it all.
-                let end = i + find_quote_or_backslash(&c[i..])?;
-                chars += run_chars(&c[i..end])?;
-                end
-            }
-        };
-        if c[end] == b'"' {
-            return Some((chars, end + 1));
-        }
-        i = decode_escape(c, end + 1)?.1;
-        // Any escape, a surrogate pair included, is one character.
-        chars += 1;
-    }
-}
-
-/// Characters in a run between escapes: valid UTF-8 without control characters.
-fn run_chars(run: &[u8]) -> Option<u64> {
-    if run.iter().any(|&b| b < 0x20) {
-        return None;
-    }
-    let text = std::str::from_utf8(run).ok()?;
-    // Every byte that is not a continuation byte starts a character.
-    Some(text.bytes().filter(|&b| (b as i8) >= -0x40).count() as u64)
 }
 
 #[cfg(test)]
