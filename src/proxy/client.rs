@@ -713,13 +713,15 @@ impl AgentConn {
     }
 }
 
-/// Response fields that describe one hop. `Content-Length` and `Transfer-Encoding` stay: the
-/// server side frames the answer to the client from them.
-fn is_hop_by_hop(name: &str) -> bool {
+/// Fields that describe one hop (RFC 9110 §7.6.1), passed on in neither direction, besides
+/// those a `Connection` field lists. In answers, `Content-Length` and `Transfer-Encoding`
+/// stay: the server side frames the answer to the client from them.
+pub(crate) fn is_hop_by_hop(name: &str) -> bool {
     [
         "connection",
         "keep-alive",
         "proxy-connection",
+        "te",
         "trailer",
         "upgrade",
     ]

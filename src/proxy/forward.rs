@@ -20,7 +20,7 @@ use pingora_timeout::fast_timeout::fast_timeout;
 use serde_json::Value;
 
 use super::body::BodyError;
-use super::client::{AgentConn, AgentPool, RequestFraming, SendError, Target};
+use super::client::{is_hop_by_hop, AgentConn, AgentPool, RequestFraming, SendError, Target};
 use super::enforce::BodyScan;
 use crate::card::rewrite::{self, Route};
 use crate::config::AgentConfig;
@@ -377,7 +377,7 @@ fn request_head(session: &Session, out: &Outbound<'_>, framing: RequestFraming) 
         .map(|s| s.trim().to_ascii_lowercase())
         .collect();
     for (name, value) in incoming.headers.iter() {
-        if is_hop_by_hop(name) || listed.iter().any(|l| l == name.as_str()) {
+        if not_forwarded(name) || listed.iter().any(|l| l == name.as_str()) {
             continue;
         }
         line(&mut head, name.as_str().as_bytes(), value.as_bytes());
@@ -412,24 +412,19 @@ fn request_head(session: &Session, out: &Outbound<'_>, framing: RequestFraming) 
     head
 }
 
-/// Headers that describe one hop (or that cardgate sets itself) and are never forwarded.
-fn is_hop_by_hop(name: &http::HeaderName) -> bool {
+/// Request fields never forwarded: the hop-by-hop ones, and those cardgate sets itself.
+fn not_forwarded(name: &http::HeaderName) -> bool {
     use http::header::*;
-    // Standard names compare as enum values; only the others need a string compare.
     [
-        CONNECTION,
         PROXY_AUTHENTICATE,
         PROXY_AUTHORIZATION,
-        TE,
-        TRAILER,
-        UPGRADE,
         EXPECT,
         HOST,
         CONTENT_LENGTH,
         TRANSFER_ENCODING,
     ]
     .contains(name)
-        || matches!(name.as_str(), "keep-alive" | "proxy-connection")
+        || is_hop_by_hop(name.as_str())
         || name.as_str().starts_with("x-forwarded-")
 }
 
