@@ -864,12 +864,7 @@ impl Scanner {
     /// `fast_skip` past its cheap tests, kept out of line so the dispatch loop stays small.
     #[inline(never)]
     fn skip_from(&mut self, c: &[u8], i: usize) -> Option<usize> {
-        let room = self
-            .policy
-            .options
-            .max_depth
-            .min(1000)
-            .checked_sub(self.depth)?;
+        let room = self.depth_limit().checked_sub(self.depth)?;
         match skip_container(c, i, room)? {
             Skipped::Whole(end) => {
                 self.value_done();
@@ -909,6 +904,11 @@ impl Scanner {
             Expect::Key => Lex::Key,
             Expect::After => Lex::After,
         };
+    }
+
+    /// The deepest nesting accepted (the container-kind bitset holds 1024 levels).
+    fn depth_limit(&self) -> u32 {
+        self.policy.options.max_depth.min(1000)
     }
 
     fn at(&self, i: usize) -> u64 {
@@ -985,8 +985,7 @@ impl Scanner {
         }
         match b {
             b'{' | b'[' => {
-                // The kind bitset holds 1024 levels.
-                if self.depth + 1 > self.policy.options.max_depth.min(1000) {
+                if self.depth + 1 > self.depth_limit() {
                     return fail(self.parse_error(
                         self.at(i),
                         &format!(

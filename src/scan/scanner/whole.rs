@@ -49,10 +49,6 @@ impl Scanner {
         skip_ws(c, end).is_none().then_some(())
     }
 
-    fn depth_limit(&self) -> u32 {
-        self.policy.options.max_depth.min(1000)
-    }
-
     /// The object of kind `ctx` opening at `c[i]`, `depth` levels deep counting itself.
     /// Returns the index past its end.
     fn walk_object(&mut self, c: &[u8], i: usize, depth: u32, ctx: Ctx) -> Option<usize> {
