@@ -8,9 +8,9 @@
 //! `SCAN_BENCH_DUMP=dir` writes the three bodies there (for `SCAN_BENCH_BODY` and callgrind).
 //!
 //! Measured 2026-11-22, fourth round (2-vCPU EPYC, shared, default build, `taskset -c 1`):
-//! 50 MB: scanner 30-33 GB/s = 0.85-0.89x memchr2, 19-20x serde_json Value;
+//! 50 MB: scanner 27-33 GB/s = 0.83-0.89x memchr2, 18-20x serde_json Value;
 //! 3 KB (walked whole, its length known as from Content-Length): 2.11-2.31 GB/s =
-//! 0.68-0.72x memchr2, 4.0-4.4x serde_json Value, 1.48-1.63x serde_json borrowed struct
+//! 0.68-0.72x memchr2, 4.0-4.4x serde_json Value, 1.48-1.64x serde_json borrowed struct
 //! (1.23-1.37x with the state machine alone);
 //! 1 MB text: 1.39-1.41 GB/s = 0.53x memchr2, 0.82-0.83x serde_json Value.
 
